@@ -1,0 +1,3 @@
+from leaf_cli.cli.main import run
+
+run()

@@ -1,0 +1,169 @@
+"""`run_episode`: the one loop behind `leaf fix`, `leaf eval`, TaskPilot calibration and RL rollouts.
+
+Ask the engine; run each tool call in order and append its result; a reply without tool calls is the final
+answer. Every limit is checked in `_check_limits`, every exit is an `EpisodeEnd` exception.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from leaf_cli.agent import events as ev
+from leaf_cli.agent.exits import EpisodeEnd, ExitReason, FinalAnswer, LimitExceeded, Looping, RepeatedFormatError
+from leaf_cli.agent.prompt import FORMAT_ERROR_MESSAGE, SYSTEM_PROMPT
+from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord
+from leaf_cli.llm.engine import ContextOverflow, Engine, EngineError, ReplayExhausted, Sampling
+from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, ToolCall
+from leaf_cli.tools import TOOLS, Tool, ToolResult, Workspace, run_tool_call, tool_schemas
+
+Gate = Callable[[ToolCall], "str | None"]
+"""Asked before each tool call; returns None to allow it, or the reason it is refused (shown to the model)."""
+
+
+class Limits(BaseModel):
+    """When an episode stops if the model does not stop first. Defaults follow FrogNano's evaluation."""
+
+    max_turns: int = Field(100, description="Most assistant turns.")
+    max_context: int = Field(65_536, description="Most tokens in the context (prompt + reply).")
+    max_seconds: float = Field(3_000.0, description="Wall-clock limit for the whole episode.")
+    max_format_errors: int = Field(3, description="Unparseable tool calls in a row before `format_error`.")
+    max_repeats: int = Field(5, description="Identical tool calls in a row before `loop`.")
+
+
+def run_episode(
+    task: str,
+    engine: Engine,
+    workspace: Workspace,
+    *,
+    sampling: Sampling | None = None,
+    limits: Limits | None = None,
+    tools: tuple[Tool, ...] = TOOLS,
+    system_prompt: str = SYSTEM_PROMPT,
+    conversation: Conversation | None = None,
+    on_event: ev.OnEvent | None = None,
+    gate: Gate | None = None,
+    patch_fn: Callable[[], str] | None = None,
+    trajectory_path: Path | None = None,
+    run_id: str | None = None,
+    final_tool: str | None = None,
+) -> Trajectory:
+    """Run one episode and return its trajectory (also written to `trajectory_path` as it goes).
+
+    Pass `conversation` to continue an earlier one: `task` is then appended as the next user message.
+    `final_tool` names a tool whose call ends the episode (the R2E-style `finish`); by default a reply
+    without tool calls ends it.
+    """
+    sampling = sampling or Sampling()
+    limits = limits or Limits()
+    emit = on_event or (lambda _e: None)
+    conv = conversation or Conversation(messages=[Message(role="system", content=system_prompt)])
+    conv.append(Message(role="user", content=task))
+    traj = Trajectory(
+        run_id=run_id or uuid.uuid4().hex[:12], task=task, model=engine.name,
+        workdir=str(workspace.root), tools=[t.name for t in tools], messages=conv.messages,
+    )
+    traj.messages = conv.messages  # share the list: pydantic copied it on validation, and the loop appends to conv
+    writer = TrajectoryWriter(trajectory_path, traj)
+    loop = _Loop(engine, workspace, tools, sampling, limits, emit, gate, final_tool)
+    start = time.monotonic()
+    try:
+        loop.run(conv, traj, writer, start)
+    except EpisodeEnd as end:
+        traj.exit_reason, traj.exit_message = end.reason.value, str(end)
+    except ReplayExhausted as exc:
+        traj.exit_reason, traj.exit_message = ExitReason.REPLAY_EXHAUSTED.value, str(exc)
+    except ContextOverflow as exc:
+        traj.exit_reason, traj.exit_message = ExitReason.MAX_CONTEXT.value, str(exc)
+    except EngineError as exc:
+        traj.exit_reason, traj.exit_message = ExitReason.ENGINE_ERROR.value, str(exc)
+    except KeyboardInterrupt:
+        traj.exit_reason, traj.exit_message = ExitReason.INTERRUPTED.value, "interrupted by the user"
+    finally:
+        traj.wall_seconds = round(time.monotonic() - start, 3)
+        traj.token_log = conv.token_log
+        if patch_fn is not None:
+            traj.patch = patch_fn()
+        writer.close(traj)
+    return traj
+
+
+class _Loop:
+    def __init__(self, engine: Engine, workspace: Workspace, tools: tuple[Tool, ...], sampling: Sampling,
+                 limits: Limits, emit: ev.OnEvent, gate: Gate | None, final_tool: str | None) -> None:
+        self.engine, self.workspace, self.tools = engine, workspace, tools
+        self.sampling, self.limits, self.emit, self.gate = sampling, limits, emit, gate
+        self.final_tool = final_tool.lower() if final_tool else None
+        self.schemas = tool_schemas(tools)
+        self.format_errors = 0
+        self.repeats: tuple[str, int] = ("", 0)
+
+    def run(self, conv: Conversation, traj: Trajectory, writer: TrajectoryWriter, start: float) -> None:
+        while True:
+            self._check_limits(traj, start)
+            index = len(traj.turns)
+            self.emit(ev.TurnStarted(index))
+            turn = self.engine.complete(conv, self.schemas, self.sampling, lambda k, t: self.emit(ev.TextDelta(k, t)))
+            conv.append(turn.to_message())
+            traj.turns.append(TurnRecord(index=index, finish_reason=turn.finish_reason, usage=turn.usage,
+                                         seconds=round(turn.seconds, 3), parse_error=turn.parse_error))
+            self.emit(ev.TurnFinished(index, turn))
+            writer.sync(traj)
+            self._after_turn(turn, conv)
+            writer.sync(traj)
+
+    def _after_turn(self, turn: AssistantTurn, conv: Conversation) -> None:
+        used = turn.usage.prompt_tokens + turn.usage.completion_tokens
+        if used > self.limits.max_context:
+            raise LimitExceeded(f"context of {used} tokens exceeds {self.limits.max_context}", ExitReason.MAX_CONTEXT)
+        if turn.finish_reason == "length":
+            raise LimitExceeded(f"reply cut at {self.sampling.max_tokens} tokens", ExitReason.MAX_TOKENS)
+        if turn.parse_error and not turn.tool_calls:
+            self._format_error(turn.parse_error, conv)
+            return
+        self.format_errors = 0
+        if not turn.tool_calls and self.final_tool is None:
+            raise FinalAnswer("the model replied without a tool call")
+        for call in turn.tool_calls:
+            self._count_repeat(call)
+            result = self._run_tool(call)
+            conv.append(Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name))
+            if self.final_tool is not None and call.name.lower() == self.final_tool:
+                raise FinalAnswer(f"the model called {call.name}")
+        if not turn.tool_calls:
+            conv.append(Message(role="user", content=f"Call the `{self.final_tool}` tool when you are done."))
+
+    def _run_tool(self, call: ToolCall) -> ToolResult:
+        self.emit(ev.ToolStarted(call))
+        began = time.monotonic()
+        refusal = self.gate(call) if self.gate is not None else None
+        if refusal is not None:
+            result = ToolResult(text=f"PermissionError: {refusal}", is_error=True)
+        else:
+            result = run_tool_call(call, self.workspace, self.tools)
+        self.emit(ev.ToolFinished(call, result, time.monotonic() - began))
+        return result
+
+    def _format_error(self, detail: str, conv: Conversation) -> None:
+        self.format_errors += 1
+        self.emit(ev.FormatErrorNotice(detail))
+        if self.format_errors >= self.limits.max_format_errors:
+            raise RepeatedFormatError(f"{self.format_errors} unparseable tool calls in a row: {detail}")
+        conv.append(Message(role="user", content=FORMAT_ERROR_MESSAGE.format(detail=detail)))
+
+    def _count_repeat(self, call: ToolCall) -> None:
+        key = call.key()
+        count = self.repeats[1] + 1 if self.repeats[0] == key else 1
+        self.repeats = (key, count)
+        if count >= self.limits.max_repeats:
+            raise Looping(f"{call.name} called {count} times in a row with the same arguments")
+
+    def _check_limits(self, traj: Trajectory, start: float) -> None:
+        if len(traj.turns) >= self.limits.max_turns:
+            raise LimitExceeded(f"{self.limits.max_turns} turns", ExitReason.MAX_TURNS)
+        if time.monotonic() - start > self.limits.max_seconds:
+            raise LimitExceeded(f"{self.limits.max_seconds:.0f} s", ExitReason.MAX_TIME)

@@ -1,0 +1,289 @@
+"""Permission modes, the safety gate, the scrubbed environment and the bubblewrap sandbox for Bash.
+
+The gate is what `run_episode(gate=...)` calls before each tool call: None allows the call, a string refuses
+it and goes back to the model as `PermissionError: <reason>`. The safety checks apply in every mode; the
+mode only decides whether the user is asked (through a `confirm` callback the CLI supplies).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Callable, Literal, Mapping
+
+from leaf_cli.errors import LeafError
+from leaf_cli.llm.messages import ToolCall
+
+Mode = Literal["ask", "auto-edit", "yolo"]
+MODES: tuple[str, ...] = ("ask", "auto-edit", "yolo")
+Answer = Literal["yes", "no", "always"]
+Confirm = Callable[[ToolCall], Answer]
+"""Asks the user about one call: yes, no, or always (yes to every later call of the same tool)."""
+
+EDIT_TOOLS = frozenset({"write", "edit"})
+SECRET_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PASSWD", "_CREDENTIALS")
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "$(", "`", "{", "}", "\n", "|&"})
+_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "1>", "2>"})
+_WRAPPERS = frozenset({"env", "command", "nohup", "time", "nice", "exec", "builtin", "xargs", "timeout", "stdbuf"})
+_WRITERS = frozenset({"cp", "mv", "tee", "touch", "mkdir", "install", "ln", "rsync", "chmod", "chown", "chgrp",
+                      "truncate", "shred", "rmdir", "unlink", "dd", "sed", "patch"})
+_PIPE_TO_SHELL = re.compile(r"\b(curl|wget|fetch)\b[^;&\n]*\|\s*(sudo\s+)?((ba|z|da|k|fi)?sh|python[\d.]*|perl|ruby|node)\b"
+                            r"|\b(ba|z|da|k)?sh\s+<\(\s*(curl|wget)\b"
+                            r"|\b((ba|z|da|k)?sh\s+-c|eval)\s+[\"']?\$\(\s*(curl|wget)\b")
+_ALWAYS_REFUSED = {"sudo": "sudo is not allowed", "su": "su is not allowed", "mkfs": "formatting disks is not allowed",
+                   "shutdown": "shutting the machine down is not allowed", "reboot": "rebooting is not allowed",
+                   "poweroff": "powering off is not allowed", "halt": "halting the machine is not allowed"}
+
+
+def needs_confirmation(mode: Mode, tool: str) -> bool:
+    """ask: Bash and every write; auto-edit: Bash only; yolo: nothing."""
+    name = tool.lower()
+    if mode == "yolo":
+        return False
+    if mode == "auto-edit":
+        return name == "bash"
+    return name == "bash" or name in EDIT_TOOLS
+
+
+def make_gate(mode: Mode, root: Path, confirm: Confirm | None = None,
+              home: Path | None = None) -> Callable[[ToolCall], str | None]:
+    """The gate for `run_episode`: the safety checks, then the user's answer where the mode asks for one.
+
+    Without a `confirm` callback nothing is asked (there is no terminal), whatever the mode.
+    """
+    root = root.resolve()
+    home = (home or Path.home()).resolve()
+    always: set[str] = set()
+
+    def gate(call: ToolCall) -> str | None:
+        refusal = safety_refusal(call, root, home)
+        if refusal is not None:
+            return refusal
+        name = call.name.lower()
+        if confirm is None or not needs_confirmation(mode, name) or name in always:
+            return None
+        answer = confirm(call)
+        if answer == "always":
+            always.add(name)
+            return None
+        if answer == "yes":
+            return None
+        return f"the user declined this {call.name} call; do something else or finish with what you have"
+
+    return gate
+
+
+def safety_refusal(call: ToolCall, root: Path, home: Path) -> str | None:
+    """Why this call must not run in any mode, or None. Checks Bash commands and Write/Edit targets."""
+    name = call.name.lower()
+    if name == "bash":
+        command = call.arguments.get("command")
+        return bash_refusal(command, root, home) if isinstance(command, str) else None
+    if name in EDIT_TOOLS:
+        path = call.arguments.get("file_path")
+        if isinstance(path, str) and _in_git_internals(_resolve(path, root, home), root):
+            return f"writing inside .git ({path}) is not allowed: it could run code on the user's next git command"
+    return None
+
+
+def bash_refusal(command: str, root: Path, home: Path) -> str | None:
+    """Why this shell command reaches outside the workdir destructively, or None when it does not."""
+    if _PIPE_TO_SHELL.search(command):
+        return "piping a download into a shell is not allowed; download the file and read it first"
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>`")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        tokens = list(lexer)
+    except ValueError:
+        return None  # unbalanced quotes: bash will refuse the command itself
+    cwd = root
+    for words in _simple_commands(tokens):
+        refusal, cwd = _check_simple(words, cwd, root, home)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def _simple_commands(tokens: list[str]) -> list[list[str]]:
+    """Split a token stream at ; && || | & ( ) and keep redirections as their own words."""
+    commands, current = [], []
+    for token in tokens:
+        if token in _SEPARATORS or set(token) <= set(";&|()`") and token:
+            if current:
+                commands.append(current)
+            current = []
+        else:
+            current.append(token)
+    if current:
+        commands.append(current)
+    return commands
+
+
+def _check_simple(words: list[str], cwd: Path, root: Path, home: Path) -> tuple[str | None, Path]:
+    words = _strip_prefixes(words)
+    if not words:
+        return None, cwd
+    for i, word in enumerate(words[:-1]):
+        if word in _REDIRECTS or (word.endswith(">") and word.rstrip(">").isdigit()):
+            refusal = _write_refusal(words[i + 1], cwd, root, home)
+            if refusal:
+                return refusal, cwd
+    argv = [w for i, w in enumerate(words) if w not in _REDIRECTS and (i == 0 or words[i - 1] not in _REDIRECTS)]
+    if not argv:
+        return None, cwd
+    program = os.path.basename(argv[0])
+    if program == "cd":
+        target = argv[1] if len(argv) > 1 else str(home)
+        return None, _resolve(target, cwd, home)
+    if program in _ALWAYS_REFUSED or program.startswith("mkfs."):
+        return _ALWAYS_REFUSED.get(program, "formatting disks is not allowed"), cwd
+    if program in ("bash", "sh", "zsh", "dash") and "-c" in argv[1:-1]:
+        return bash_refusal(argv[argv.index("-c") + 1], root, home), cwd
+    if program == "eval":
+        return bash_refusal(" ".join(argv[1:]), root, home), cwd
+    if program == "git":
+        return _git_refusal(argv), cwd
+    if program == "rm" or program == "find":
+        return _delete_refusal(program, argv, cwd, root, home), cwd
+    if program in _WRITERS:
+        return _writer_refusal(program, argv, cwd, root, home), cwd
+    return None, cwd
+
+
+def _strip_prefixes(words: list[str]) -> list[str]:
+    """Drop `VAR=value` assignments and wrappers such as env, nohup, timeout 10, xargs -0."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
+            i += 1
+        elif os.path.basename(word) in _WRAPPERS:
+            i += 1
+            while i < len(words) and (words[i].startswith("-") or re.match(r"^[\d.]+[smhd]?$", words[i])):
+                i += 1
+        else:
+            break
+    return words[i:]
+
+
+def _git_refusal(argv: list[str]) -> str | None:
+    sub = next((w for w in argv[1:] if not w.startswith("-") and w not in _git_option_values(argv)), None)
+    if sub == "push":
+        return "git push is not allowed: leaf leaves publishing to the user"
+    if sub in ("send-email", "request-pull"):
+        return f"git {sub} is not allowed"
+    return None
+
+
+def _git_option_values(argv: list[str]) -> set[str]:
+    """Values of git's own options that take one (`git -C dir push`), so they are not taken for the subcommand."""
+    return {argv[i + 1] for i, w in enumerate(argv[:-1]) if w in ("-C", "-c", "--git-dir", "--work-tree", "--namespace")}
+
+
+def _delete_refusal(program: str, argv: list[str], cwd: Path, root: Path, home: Path) -> str | None:
+    if program == "find":
+        if not any(w in ("-delete", "-exec", "-execdir", "-ok") for w in argv):
+            return None
+        targets = []
+        for word in argv[1:]:
+            if word.startswith("-") or word in ("!", "("):
+                break
+            targets.append(word)
+        targets = targets or ["."]
+    else:
+        targets = [w for w in argv[1:] if not w.startswith("-") or w == "-"]
+    for target in targets:
+        if "$" in target.replace("$HOME", "").replace("${HOME}", "").replace("$PWD", "").replace("${PWD}", ""):
+            return f"{program} of {target!r}: the path uses a variable; spell it out inside the working directory"
+        path = _resolve(_glob_base(target), cwd, home)
+        if not _inside(path, root):
+            return f"{program} of {target!r} reaches outside the working directory {root}; only delete inside it"
+    return None  # inside the workdir even .git may go: leaf's checkpoint lives elsewhere
+
+
+def _writer_refusal(program: str, argv: list[str], cwd: Path, root: Path, home: Path) -> str | None:
+    args = [w for w in argv[1:] if not w.startswith("-")]
+    if program == "dd":
+        args = [w.split("=", 1)[1] for w in argv[1:] if w.startswith("of=")]
+    elif program == "sed":
+        if not any(w.startswith("-i") or w == "--in-place" for w in argv):
+            return None
+        args = args[1:]  # the first non-option word is the script
+    elif program == "cp" or program == "install" or program == "ln":
+        args = args[-1:]  # only the destination is written
+    elif program in ("chmod", "chown", "chgrp"):
+        args = args[1:]  # the mode or owner comes first
+    for target in args:
+        refusal = _write_refusal(target, cwd, root, home)
+        if refusal:
+            return f"{program}: {refusal}"
+    return None
+
+
+def _write_refusal(target: str, cwd: Path, root: Path, home: Path) -> str | None:
+    """Writes may go inside the workdir, to /dev/null-like devices, or to scratch space outside the home folder."""
+    if target.startswith("&") or target in ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"):
+        return None
+    path = _resolve(_glob_base(target), cwd, home)
+    if _inside(path, root):
+        if _in_git_internals(path, root) and ("hooks" in path.parts or path.name == "config"):
+            return f"writing {target!r} inside .git could run code on the user's next git command"
+        return None
+    if _inside(path, home):
+        return f"writing {target!r} reaches into the home folder outside the working directory"
+    import tempfile
+
+    if _inside(path, Path(tempfile.gettempdir()).resolve()):
+        return None
+    return f"writing {target!r} reaches outside the working directory {root}"
+
+
+def _glob_base(target: str) -> str:
+    """`/*` -> `/`, `src/*.py` -> `src`: the folder a glob could touch."""
+    cut = min((target.find(c) for c in "*?[" if c in target), default=-1)
+    if cut < 0:
+        return target
+    base = target[:cut]
+    return base if base.endswith("/") or not base else os.path.dirname(base) or "."
+
+
+def _resolve(path: str, cwd: Path, home: Path) -> Path:
+    for var in ("${HOME}", "$HOME"):
+        if path == var or path.startswith(var + "/"):
+            path = str(home) + path[len(var):]
+    if path == "~" or path.startswith("~/"):
+        path = str(home) + path[1:]
+    for var in ("${PWD}", "$PWD"):
+        if path == var or path.startswith(var + "/"):
+            path = str(cwd) + path[len(var):]
+    candidate = Path(path) if os.path.isabs(path) else cwd / path
+    return Path(os.path.realpath(candidate))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _in_git_internals(path: Path, root: Path) -> bool:
+    return _inside(path, root / ".git")
+
+
+def scrub_env(environ: Mapping[str, str], pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """The environment Bash gets: leaf's own minus anything that looks like a secret, unless passed by name."""
+    keep = {name.upper() for name in pass_env}
+    return {k: v for k, v in environ.items()
+            if k.upper() in keep or not k.upper().endswith(SECRET_SUFFIXES)}
+
+
+def bwrap_prefix(root: Path) -> list[str]:
+    """Run Bash under bubblewrap: no network, the whole file system read-only except the workdir and /tmp."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        raise LeafError("--sandbox bwrap needs bubblewrap; install it (apt-get install bubblewrap) or use --sandbox none")
+    root = root.resolve()
+    return [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--bind", str(root), str(root), "--unshare-net", "--die-with-parent", "--chdir", str(root), "--"]

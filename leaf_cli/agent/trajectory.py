@@ -1,0 +1,127 @@
+"""The record of one episode, written as versioned JSON lines and appended after every step.
+
+Line kinds: one `header`, then `message` and `turn` lines as they happen, then one `end` line. A run that
+dies mid-way leaves a readable prefix; `load` accepts it (exit_reason None).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, Field
+
+from leaf_cli.llm.messages import Message, TokenLog, TurnUsage
+
+FORMAT_VERSION = 1
+
+
+class TurnRecord(BaseModel):
+    """Per assistant turn: what it cost and, on token-level engines, what was sampled."""
+
+    index: int
+    finish_reason: str
+    usage: TurnUsage
+    seconds: float
+    parse_error: str | None = None
+    policy_version: int = 0
+
+
+class Trajectory(BaseModel):
+    version: int = FORMAT_VERSION
+    run_id: str
+    task: str
+    model: str
+    workdir: str
+    started_at: float = Field(default_factory=time.time)
+    tools: list[str] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    exit_reason: str | None = None
+    exit_message: str = ""
+    patch: str = ""
+    wall_seconds: float = 0.0
+    token_log: TokenLog | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def usage(self) -> dict[str, Any]:
+        """`usage.turns` (one entry per assistant turn) and the totals beside it."""
+        turns = [t.usage.model_dump() for t in self.turns]
+        totals = {k: sum(t[k] for t in turns) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
+        return {"turns": turns, **totals, "total_tokens": totals["prompt_tokens"] + totals["completion_tokens"]}
+
+    def final_answer(self) -> str:
+        last = self.messages[-1] if self.messages else None
+        return last.content if last is not None and last.role == "assistant" and not last.tool_calls else ""
+
+    def assistant_turns(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+
+class TrajectoryWriter:
+    """Appends each step to the JSONL file as it happens, so a crash loses at most the step in flight."""
+
+    def __init__(self, path: Path | None, trajectory: Trajectory) -> None:
+        self.path = path
+        self._written_messages = 0
+        self._written_turns = 0
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            header = trajectory.model_dump(include={"version", "run_id", "task", "model", "workdir", "started_at", "tools", "extra"})
+            path.write_text(json.dumps({"kind": "header", **header}) + "\n", encoding="utf-8")
+
+    def sync(self, trajectory: Trajectory) -> None:
+        """Append the messages and turns not yet on disk."""
+        lines = [{"kind": "message", **m.model_dump(exclude_none=True)} for m in trajectory.messages[self._written_messages :]]
+        lines += [{"kind": "turn", **t.model_dump()} for t in trajectory.turns[self._written_turns :]]
+        self._written_messages = len(trajectory.messages)
+        self._written_turns = len(trajectory.turns)
+        self._append(lines)
+
+    def close(self, trajectory: Trajectory) -> None:
+        self.sync(trajectory)
+        end = trajectory.model_dump(include={"exit_reason", "exit_message", "patch", "wall_seconds", "token_log"})
+        self._append([{"kind": "end", **end}])
+
+    def _append(self, lines: list[dict[str, Any]]) -> None:
+        if self.path is None or not lines:
+            return
+        with self.path.open("a", encoding="utf-8") as f:
+            for line in lines:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def load(path: Path) -> Trajectory:
+    """Read a trajectory file written by `TrajectoryWriter` (also an unfinished one)."""
+    records = list(_records(path))
+    if not records or records[0].get("kind") != "header":
+        raise ValueError(f"{path} is not a leaf trajectory (no header line)")
+    header = migrate(records[0])
+    data: dict[str, Any] = {k: v for k, v in header.items() if k != "kind"}
+    data["messages"] = [{k: v for k, v in r.items() if k != "kind"} for r in records if r.get("kind") == "message"]
+    data["turns"] = [{k: v for k, v in r.items() if k != "kind"} for r in records if r.get("kind") == "turn"]
+    for r in records:
+        if r.get("kind") == "end":
+            data.update({k: v for k, v in r.items() if k != "kind"})
+    return Trajectory.model_validate(data)
+
+
+def migrate(header: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older header up to FORMAT_VERSION. Version 1 is the first; refuse what we cannot read."""
+    version = header.get("version", 1)
+    if version > FORMAT_VERSION:
+        raise ValueError(f"trajectory format {version} is newer than this leaf reads ({FORMAT_VERSION}); upgrade leaf")
+    return header
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None

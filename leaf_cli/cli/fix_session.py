@@ -1,0 +1,217 @@
+"""The body of `leaf fix`: gather the task and settings, checkpoint, run the episode, review, report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaf_cli.errors import LeafError
+
+
+@dataclass
+class Plan:
+    """Everything decided before the run starts (all bad input has been rejected by then)."""
+
+    root: Path
+    top: Path
+    task: str
+    title: str
+    settings: Any
+    engine: Any
+    interactive: bool
+    yes: bool
+    json_out: bool
+    branch: str | None
+    trajectory: Path | None
+    conversation: Any = None
+    continued_from: str | None = None
+
+
+@dataclass
+class Result:
+    exit_reason: str
+    turns: int
+    messages: list[dict[str, Any]]
+    patch: str
+    usage: dict[str, Any]
+    trajectory: str
+    run_id: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"exit_reason": self.exit_reason, "turns": self.turns, "messages": self.messages,
+                "patch": self.patch, "usage": self.usage, "trajectory": self.trajectory, "run_id": self.run_id}
+
+
+def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: Path | None, gh: str | None,
+            yes: bool, json_out: bool, continue_: bool, branch: str | None, trajectory: Path | None) -> Plan:
+    """Validate every input; LeafError (exit 2) for the first thing that is wrong."""
+    from leaf_cli.config import load_settings
+    from leaf_cli.repo.lifecycle import ensure_git_work_tree
+
+    top = ensure_git_work_tree(root)
+    if branch:
+        _check_new_branch(top, branch)
+    settings, _origins = load_settings(flags, top)
+    task = _read_task(text, issue_file, gh, top)
+    conversation, continued_from = _continuation(top) if continue_ else (None, None)
+    if not continue_:
+        from leaf_cli.agent.issue_input import with_repo_memory
+
+        task = with_repo_memory(task, top)
+    engine = make_engine_for(settings, yes=yes)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_out and not yes
+    title = task.strip().splitlines()[0][:100]
+    return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
+                interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
+                conversation=conversation, continued_from=continued_from)
+
+
+def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
+    """The engine `--model` names: through models.resolve.make_engine, or replay:PATH without it."""
+    try:
+        from leaf_cli.models.resolve import make_engine
+    except ImportError:
+        if not settings.model.startswith("replay:"):
+            raise LeafError(f"unknown model {settings.model!r}: this build only runs replay:PATH models") from None
+        from leaf_cli.llm.replay import ReplayEngine
+
+        return ReplayEngine.from_file(Path(settings.model[len("replay:"):]).expanduser())
+    return make_engine(settings.model, base_url=settings.base_url, api_key=settings.api_key,
+                       constrain_tools=settings.constrain_tools, n_ctx=settings.n_ctx, yes=yes)
+
+
+def _read_task(text: str | None, issue_file: Path | None, gh: str | None, top: Path) -> str:
+    from leaf_cli.agent import issue_input
+
+    given = [name for name, value in (("TEXT", text), ("--issue-file", issue_file), ("--gh", gh)) if value is not None]
+    if len(given) > 1:
+        raise LeafError(f"give the issue one way only (got {' and '.join(given)})")
+    if text == "-":
+        return issue_input.read_stdin(sys.stdin.buffer, sys.stdin.isatty())
+    if issue_file is not None:
+        return issue_input.read_issue_file(issue_file.expanduser())
+    if gh is not None:
+        return issue_input.issue_from_gh(gh, top)
+    if text is None:
+        raise LeafError('no issue given: leaf fix "what to fix", leaf fix - < issue.txt, --issue-file or --gh N')
+    return issue_input.issue_from_bytes(text.encode("utf-8", errors="surrogateescape"), "the command line")
+
+
+def _continuation(top: Path) -> tuple[Any, str]:
+    """The conversation of the last run in this repository, reloaded from its trajectory."""
+    from leaf_cli.agent.trajectory import load
+    from leaf_cli.llm.messages import Conversation
+    from leaf_cli.repo.runs import list_runs
+
+    runs = [r for r in list_runs(top) if r.trajectory and Path(r.trajectory).is_file()]
+    if not runs:
+        raise LeafError("--continue: no earlier run in this repository to continue")
+    try:
+        previous = load(Path(runs[0].trajectory))
+    except ValueError as exc:
+        raise LeafError(f"--continue: {exc}") from None
+    return Conversation(messages=list(previous.messages)), runs[0].run_id
+
+
+def execute(plan: Plan) -> Result:
+    """Checkpoint, run, record the end state, review on a terminal, print the summary."""
+    from rich.console import Console
+
+    from leaf_cli.agent import Limits, run_episode
+    from leaf_cli.agent.permissions import make_gate, scrub_env
+    from leaf_cli.repo import lifecycle
+    from leaf_cli.tools import Workspace
+    from leaf_cli.ui.live import LiveView, summary
+
+    settings = plan.settings
+    console = Console(stderr=True, highlight=False)
+    run = lifecycle.begin_run(plan.root, title=plan.title, model=plan.engine.name)
+    run.continued_from = plan.continued_from
+    if plan.branch:
+        _switch_to_new_branch(plan.top, plan.branch)
+    trajectory_path = plan.trajectory.expanduser().resolve() if plan.trajectory else run.folder / "trajectory.jsonl"
+    run.trajectory = str(trajectory_path)
+    run.save()
+    view = LiveView(console, quiet=settings.quiet, context_limit=getattr(plan.engine, "context_limit", 0) or 0)
+    mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
+    confirm = _confirm(console, view, plan.root) if plan.interactive else None
+    workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env),
+                          bash_prefix=_sandbox(settings.sandbox, plan.root))
+    traj = run_episode(plan.task, plan.engine, workspace, limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
+                       sampling=_sampling(settings.model), conversation=plan.conversation, on_event=view,
+                       gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
+                       run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
+    view.pause()
+    exit_reason = traj.exit_reason or "interrupted"
+    patch = lifecycle.finish_run(run, exit_reason)
+    summary(console, turns=traj.assistant_turns(), usage=traj.usage(), seconds=traj.wall_seconds,
+            exit_reason=exit_reason, files_changed=run.files_changed, insertions=run.insertions,
+            deletions=run.deletions, run_id=run.run_id)
+    if traj.exit_message and exit_reason != "final_answer":
+        console.print(f"[dim]{traj.exit_message}[/dim]")
+    if plan.interactive and patch.strip():
+        from leaf_cli.cli.fix_review import review
+
+        review(console, run, patch, traj.final_answer(), plan.task)
+    return Result(exit_reason=exit_reason, turns=traj.assistant_turns(),
+                  messages=[m.to_openai() for m in traj.messages], patch=patch, usage=traj.usage(),
+                  trajectory=str(trajectory_path), run_id=run.run_id)
+
+
+def _sampling(spec: str) -> Any:
+    try:
+        from leaf_cli.models.resolve import sampling_for
+    except ImportError:
+        return None
+    try:
+        return sampling_for(spec)
+    except LeafError:
+        return None
+
+
+def _sandbox(kind: str, root: Path) -> list[str]:
+    if kind == "bwrap":
+        from leaf_cli.agent.permissions import bwrap_prefix
+
+        return bwrap_prefix(root)
+    return []
+
+
+def _check_new_branch(top: Path, branch: str) -> None:
+    from leaf_cli.repo.git import git
+
+    if git(top, "check-ref-format", "--branch", branch, check=False).returncode != 0:
+        raise LeafError(f"--branch {branch!r} is not a valid branch name")
+    if git(top, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0:
+        raise LeafError(f"--branch {branch}: that branch already exists; pick a new name")
+
+
+def _switch_to_new_branch(top: Path, branch: str) -> None:
+    from leaf_cli.repo.git import git
+
+    proc = git(top, "switch", "-q", "-c", branch, check=False)
+    if proc.returncode != 0:
+        raise LeafError(f"--branch {branch}: {proc.stderr.decode(errors='replace').strip().splitlines()[-1]}")
+
+
+def _confirm(console: Any, view: Any, root: Path) -> Any:
+    """The permission prompt: pause the spinner, show the preview, ask."""
+    from leaf_cli.ui.review import ask_permission
+
+    def confirm(call: Any) -> str:
+        view.pause()
+        before = None
+        path = call.arguments.get("file_path")
+        if isinstance(path, str):
+            target = (root / path) if not os.path.isabs(path) else Path(path)
+            before = target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
+        return ask_permission(console, call, before)
+
+    return confirm
+
+
+__all__ = ["Plan", "Result", "execute", "make_engine_for", "prepare"]

@@ -1,0 +1,87 @@
+"""Settings for `leaf fix` and friends: defaults < ~/.config/leaf/config.toml < .leaf.toml < LEAF_* < flags.
+
+`load_settings` returns the effective settings and, for `leaf config show`, where each value came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import TomlConfigSettingsSource
+
+from leaf_cli.errors import LeafError
+
+REPO_CONFIG = ".leaf.toml"
+
+
+class Settings(BaseSettings):
+    """Every knob the CLI reads. Each field can be set in either TOML file, as LEAF_<NAME>, or as a flag."""
+
+    model_config = SettingsConfigDict(env_prefix="LEAF_", extra="ignore")
+
+    model: str = Field("frognano-4b", description="Registry name, .gguf path, hf:REPO/FILE, replay:PATH, or a model id on --base-url.")
+    base_url: str | None = Field(None, description="An OpenAI-compatible server (llama-server, vLLM, Ollama) instead of in-process llama.cpp.")
+    api_key: str | None = Field(None, description="Key for --base-url servers that want one (never written to trajectories).")
+    n_ctx: int | None = Field(None, description="Context window for the in-process engine; the model's manifest decides when unset.")
+    max_turns: int = Field(100, ge=1, description="Most assistant turns per run.")
+    max_time: float = Field(3000.0, gt=0, description="Wall-clock limit of a run in seconds.")
+    mode: Literal["ask", "auto-edit", "yolo"] | None = Field(None, description="Permission mode; ask on a terminal, yolo without one.")
+    sandbox: Literal["none", "bwrap"] = Field("none", description="Run Bash under bubblewrap (no network, read-only outside the workdir).")
+    pass_env: list[str] = Field(default_factory=list, description="Secret-looking variables Bash may still see (names).")
+    quiet: bool = Field(False, description="Hide the model's reasoning in the live view.")
+    constrain_tools: bool = Field(False, description="Grammar-constrain tool calls (in-process engine).")
+
+
+def user_config_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("leaf", appauthor=False)) / "config.toml"
+
+
+class _Sources:
+    """The sources in priority order (highest first), each a (label, dict of the values it sets)."""
+
+    def __init__(self, flags: dict[str, Any], repo_top: Path | None) -> None:
+        flags = {k: v for k, v in flags.items() if v is not None and v != [] and k in Settings.model_fields}
+        self.layers: list[tuple[str, dict[str, Any]]] = [("flag", flags), ("env", _read(EnvSettingsSource(Settings)))]
+        if repo_top is not None:
+            self.layers.append((str(repo_top / REPO_CONFIG), _toml(repo_top / REPO_CONFIG)))
+        self.layers.append((str(user_config_path()), _toml(user_config_path())))
+
+    def origin(self, name: str) -> str:
+        return next((label for label, values in self.layers if name in values), "default")
+
+    def merged(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for _label, values in reversed(self.layers):
+            merged.update(values)
+        return merged
+
+
+def load_settings(flags: dict[str, Any] | None = None, repo_top: Path | None = None) -> tuple[Settings, dict[str, str]]:
+    """The effective settings and the origin of each field ("flag", "env", a file path, or "default")."""
+    sources = _Sources(flags or {}, repo_top)
+    try:
+        settings = Settings.model_validate(sources.merged())
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise LeafError(f"setting {field} ({sources.origin(field)}): {err['msg']}") from None
+    return settings, {name: sources.origin(name) for name in Settings.model_fields}
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        values = _read(TomlConfigSettingsSource(Settings, toml_file=path))
+    except Exception as exc:  # noqa: BLE001 - tomllib's error type differs across versions; say which file
+        raise LeafError(f"{path} is not valid TOML ({exc})") from None
+    return {k.replace("-", "_"): v for k, v in values.items() if k.replace("-", "_") in Settings.model_fields}
+
+
+def _read(source: PydanticBaseSettingsSource) -> dict[str, Any]:
+    return {k: v for k, v in source().items() if k in Settings.model_fields}

@@ -1,0 +1,249 @@
+"""An engine on a transformers model in-process: token ids and log-probabilities from the model itself.
+
+Made for RL on small models on a CPU. Like the llama.cpp engine it keeps the conversation's append-only
+token log: the rendered prompt, then each reply's sampled tokens exactly as sampled (end token included,
+never re-tokenized), then the rendered tail (tool results, the next generation prompt). Each sampled token
+carries its behaviour log-probability under the sampling temperature and the policy version that sampled
+it. The model's KV cache is kept per conversation, so a turn evaluates only the new tail.
+
+Install the `train` extra (torch, transformers) to use it; nothing heavy is imported until it is built.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+from leaf_cli.llm.engine import ContextOverflow, EngineError, OnDelta, Sampling
+from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, TokenLog, TurnUsage
+
+Render = Callable[[list[Message], list[dict[str, Any]], bool, bool], str]
+"""(messages, tools, add_generation_prompt, enable_thinking) -> the prompt text."""
+
+
+def tokenizer_renderer(tokenizer: Any) -> Render:
+    """Render with `tokenizer.apply_chat_template` as is (a template that ignores tools shows none)."""
+
+    def render(messages: list[Message], tools: list[dict[str, Any]], add_generation_prompt: bool,
+               enable_thinking: bool) -> str:
+        return tokenizer.apply_chat_template([m.to_template() for m in messages], tools=tools or None,
+                                             add_generation_prompt=add_generation_prompt, tokenize=False,
+                                             enable_thinking=enable_thinking)
+
+    return render
+
+
+def template_renderer(tokenizer: Any) -> Render:
+    """Render with leaf's template runtime over the tokenizer's chat template (tools spelled out as Hermes
+    text when the template ignores them, exactly as the llama.cpp engine does)."""
+    from leaf_cli.llm.template import ChatTemplate
+
+    template = ChatTemplate(tokenizer.chat_template, bos_token=tokenizer.bos_token or "",
+                            eos_token=tokenizer.eos_token or "<|im_end|>")
+
+    def render(messages: list[Message], tools: list[dict[str, Any]], add_generation_prompt: bool,
+               enable_thinking: bool) -> str:
+        return template.render([m.to_template() for m in messages], tools,
+                               add_generation_prompt=add_generation_prompt, enable_thinking=enable_thinking)
+
+    return render
+
+
+class TransformersEngine:
+    """The leaf Engine protocol over `model.generate`. `policy_version` tags every sampled token."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str = "transformers", context_limit: int = 8192,
+                 render: Render | None = None, max_cached_conversations: int = 8, max_batch: int = 1,
+                 batch_wait: float = 0.2) -> None:
+        self.model, self.tokenizer, self.name, self.context_limit = model, tokenizer, name, context_limit
+        self.render = render or template_renderer(tokenizer)
+        self.policy_version = 0
+        self.lock = threading.RLock()  # held while sampling; weight updates take it too
+        self._caches: OrderedDict[int, tuple[Any, list[int]]] = OrderedDict()
+        self._max_caches = max_cached_conversations
+        self.stop_ids = _stop_ids(model, tokenizer)
+        self.end_text = tokenizer.convert_ids_to_tokens(self.stop_ids[0])
+        # Concurrent callers (one thread per episode) share one batched generate of up to max_batch rows.
+        self.max_batch, self.batch_wait = max_batch, batch_wait
+        self._cond = threading.Condition()
+        self._pending: list[dict[str, Any]] = []
+        self._busy = False
+
+    @classmethod
+    def load(cls, path: Path, **kwargs: Any) -> "TransformersEngine":
+        """Load a transformers checkpoint folder (float32 on the CPU)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path).eval()
+        return cls(model, tokenizer, **kwargs)
+
+    def complete(self, conversation: Conversation, tools: list[dict[str, Any]], sampling: Sampling,
+                 on_delta: OnDelta | None = None) -> AssistantTurn:
+        from leaf_cli.llm.parse import parse_reply
+
+        began = time.monotonic()
+        log = self._extend_log(conversation, tools, sampling.enable_thinking)
+        prompt_len = len(log.ids)
+        budget = min(sampling.max_tokens, self.context_limit - prompt_len)
+        if budget <= 0:
+            raise ContextOverflow(f"prompt of {prompt_len} tokens fills the {self.context_limit}-token context")
+        if self.max_batch > 1:
+            ids, logprobs, version, cached = *self._batched(log.ids, sampling, budget), 0
+        else:
+            with self.lock:
+                ids, logprobs, cached = self._sample(conversation, log.ids, sampling, budget)
+                version = self.policy_version
+        log.append_sampled(ids, logprobs, version)
+        stopped = bool(ids) and ids[-1] in self.stop_ids
+        text = self.tokenizer.decode(ids[:-1] if stopped else ids, skip_special_tokens=False)
+        parsed = parse_reply(text, tools)
+        if on_delta is not None:
+            if parsed.reasoning:
+                on_delta("reasoning", parsed.reasoning)
+            if parsed.content:
+                on_delta("content", parsed.content)
+        return AssistantTurn(
+            content=parsed.content, reasoning=parsed.reasoning, tool_calls=parsed.tool_calls,
+            parse_error=parsed.parse_error, raw_text=text, finish_reason="stop" if stopped else "length",
+            usage=TurnUsage(prompt_tokens=prompt_len, cached_tokens=cached, completion_tokens=len(ids)),
+            seconds=time.monotonic() - began, token_ids=ids, logprobs=logprobs,
+        )
+
+    def load_weights(self, state_dict: dict[str, Any], version: int) -> None:
+        """Take new policy weights (after a training step); cached KV from older weights is dropped."""
+        with self.lock:
+            self.model.load_state_dict(state_dict, strict=False)
+            self.policy_version = version
+            self._caches.clear()
+
+    def _extend_log(self, conv: Conversation, tools: list[dict[str, Any]], thinking: bool) -> TokenLog:
+        """Append the rendered messages not yet in the token log, plus the generation prompt."""
+        if conv.token_log is None:
+            conv.token_log = TokenLog()
+            conv.token_log.append_prompt(self._encode(self.render(conv.messages, tools, True, thinking)))
+            conv.rendered_messages = len(conv.messages)
+            return conv.token_log
+        log, done = conv.token_log, conv.rendered_messages
+        if done >= len(conv.messages) or conv.messages[done].role != "assistant":
+            raise EngineError("the token log is out of step with the conversation (expected our last reply)")
+        # The sampled reply is already in the log; add what the template puts after its end token.
+        closed = self.render(conv.messages[: done + 1], tools, False, thinking)
+        full = self.render(conv.messages, tools, True, thinking)
+        if not full.startswith(closed):
+            raise EngineError("the chat template re-renders earlier turns; an append-only token log needs a "
+                              "template whose history is a prefix of the next prompt")
+        cut = closed.rfind(self.end_text)
+        trailer = closed[cut + len(self.end_text):] if cut >= 0 else ""
+        sampled_end = bool(log.ids) and log.ids[-1] in self.stop_ids
+        glue = trailer if sampled_end else self.end_text + trailer
+        log.append_prompt(self._encode(glue + full[len(closed):]))
+        conv.rendered_messages = len(conv.messages)
+        return log
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _sample(self, conv: Conversation, prompt: list[int], sampling: Sampling,
+                budget: int) -> tuple[list[int], list[float], int]:
+        """Generate up to `budget` tokens after `prompt`; return ids, behaviour logprobs, cached prompt tokens."""
+        import torch
+
+        key = id(conv.token_log)
+        cache, seen = self._caches.pop(key, (None, []))
+        cached = len(seen)
+        if cached >= len(prompt) or prompt[:cached] != seen:  # a reused id() or a non-extension: start over
+            cache, cached = None, 0
+        input_ids = torch.tensor([prompt], dtype=torch.long, device=self.model.device)
+        out, scale = self._generate(input_ids, torch.ones_like(input_ids), sampling, budget, cache)
+        ids = out.sequences[0, len(prompt):].tolist()
+        logits = torch.stack(out.logits, dim=1)[0].float() / scale
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
+        self._caches[key] = (out.past_key_values, (prompt + ids)[: len(prompt) + len(ids) - 1])
+        while len(self._caches) > self._max_caches:
+            self._caches.popitem(last=False)
+        return ids, logprobs, cached
+
+    def _batched(self, prompt: list[int], sampling: Sampling, budget: int) -> tuple[list[int], list[float], int]:
+        """Queue one request; whichever caller finds the engine idle runs the queued batch for everyone."""
+        request: dict[str, Any] = {"prompt": prompt, "budget": budget, "result": None}
+        with self._cond:
+            self._pending.append(request)
+            self._cond.notify_all()
+            deadline = time.monotonic() + self.batch_wait
+            while request["result"] is None:
+                full = len(self._pending) >= self.max_batch or time.monotonic() >= deadline
+                if self._busy or not self._pending or not full:
+                    self._cond.wait(timeout=0.01)
+                    continue
+                batch = self._pending[: self.max_batch]
+                del self._pending[: len(batch)]
+                self._busy = True
+                self._cond.release()
+                try:
+                    with self.lock:
+                        rows, version = self._sample_rows(batch, sampling), self.policy_version
+                    results: list[Any] = [(ids, lps, version) for ids, lps in rows]
+                except BaseException as exc:  # noqa: BLE001 - every caller in the batch gets the error
+                    results = [exc] * len(batch)
+                finally:
+                    self._cond.acquire()
+                    self._busy = False
+                for req, result in zip(batch, results):
+                    req["result"] = result
+                self._cond.notify_all()
+        if isinstance(request["result"], BaseException):
+            raise EngineError(f"batched generation failed: {request['result']}") from request["result"]
+        return request["result"]
+
+    def _sample_rows(self, batch: list[dict[str, Any]], sampling: Sampling) -> list[tuple[list[int], list[float]]]:
+        """One left-padded `generate` for several prompts; each row is cut at its stop token or budget."""
+        import torch
+
+        width = max(len(r["prompt"]) for r in batch)
+        pad = self.stop_ids[0]
+        ids = torch.tensor([[pad] * (width - len(r["prompt"])) + r["prompt"] for r in batch], device=self.model.device)
+        mask = torch.tensor([[0] * (width - len(r["prompt"])) + [1] * len(r["prompt"]) for r in batch],
+                            device=self.model.device)
+        out, scale = self._generate(ids, mask, sampling, max(r["budget"] for r in batch), None)
+        logprobs = torch.log_softmax(torch.stack(out.logits, dim=1).float() / scale, dim=-1)
+        rows = []
+        for i, req in enumerate(batch):
+            sampled = out.sequences[i, width:].tolist()[: req["budget"]]
+            cut = next((k + 1 for k, t in enumerate(sampled) if t in self.stop_ids), len(sampled))
+            sampled = sampled[:cut]
+            rows.append((sampled, [float(logprobs[i, k, t]) for k, t in enumerate(sampled)]))
+        return rows
+
+    def _generate(self, ids: Any, mask: Any, sampling: Sampling, budget: int, cache: Any) -> tuple[Any, float]:
+        import torch
+        from transformers import GenerationConfig
+
+        greedy = sampling.temperature <= 0
+        config = GenerationConfig(
+            max_new_tokens=budget, do_sample=not greedy, temperature=None if greedy else sampling.temperature,
+            top_k=sampling.top_k or None, top_p=sampling.top_p if sampling.top_p < 1.0 else None,
+            min_p=sampling.min_p or None, repetition_penalty=sampling.repeat_penalty,
+            eos_token_id=self.stop_ids, pad_token_id=self.stop_ids[0],
+            output_logits=True, return_dict_in_generate=True,
+        )
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+        with torch.no_grad():
+            out = self.model.generate(ids, attention_mask=mask, generation_config=config, past_key_values=cache)
+        return out, 1.0 if greedy else sampling.temperature
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The end-of-turn ids: the tokenizer's EOS first, then any the generation config adds."""
+    ids: list[int] = []
+    for value in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        for i in value if isinstance(value, list) else [value]:
+            if i is not None and i not in ids:
+                ids.append(int(i))
+    if not ids:
+        raise EngineError("the tokenizer has no end-of-sequence token")
+    return ids

@@ -1,0 +1,136 @@
+"""A stand-in for the Hugging Face hub's file endpoint, on loopback. The model hub cannot be reached from
+leaf's test machines, so `leaf models pull` is tested against this (point `HF_ENDPOINT` at `url`).
+
+It implements what `huggingface_hub.hf_hub_download` uses: `HEAD` and `GET /{repo}/resolve/{revision}/{file}`
+with `ETag` (the content's sha256, as the hub gives for LFS files), `X-Repo-Commit`, `Content-Length`,
+`Range` requests answered with 206, and the hub's `X-Error-Code` on 404. It can cut the first GET of a file
+after N bytes, to exercise resuming, and can advertise a wrong ETag, to exercise checksum rejection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+_PATH = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<filename>.+)$")
+
+
+def tiny_gguf(arch: str = "llama", context: int = 4096, padding: int = 0) -> bytes:
+    """A well-formed GGUF v3 file without tensors (header and three metadata keys, then `padding` random bytes):
+    it passes leaf's header checks, so it can stand in for a model file wherever nothing loads it."""
+
+    def string(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    kvs = [string("general.architecture") + struct.pack("<I", 8) + string(arch),
+           string("general.name") + struct.pack("<I", 8) + string("Tiny Test"),
+           string(f"{arch}.context_length") + struct.pack("<I", 4) + struct.pack("<I", context)]
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+    head += bytes(-len(head) % 32)  # the tensor data starts at the next 32-byte boundary
+    return head + os.urandom(padding)
+
+
+@dataclass
+class HubFile:
+    content: bytes
+    etag: str | None = None  # default: sha256 of content
+    cut_first_get_after: int | None = None  # close the connection after this many bytes, once
+    gets: list[str] = field(default_factory=list)  # the Range header of each GET ("" when none)
+
+    def tag(self) -> str:
+        return self.etag or hashlib.sha256(self.content).hexdigest()
+
+
+class FakeHub:
+    """`with FakeHub() as hub: hub.add("owner/repo", "f.gguf", data); os.environ["HF_ENDPOINT"] = hub.url`."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[str, str], HubFile] = {}
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def add(self, repo: str, filename: str, content: bytes, **options: Any) -> HubFile:
+        hub_file = HubFile(content, **options)
+        self.files[(repo, filename)] = hub_file
+        return hub_file
+
+    def __enter__(self) -> "FakeHub":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_HEAD(self) -> None:
+            self._serve(body=False)
+
+        def do_GET(self) -> None:
+            self._serve(body=True)
+
+        def _serve(self, body: bool) -> None:
+            match = _PATH.match(unquote(self.path.split("?")[0]))
+            repos = {repo for repo, _ in hub.files}
+            if not match or match["repo"] not in repos:
+                return self._error("RepoNotFound")
+            hub_file = hub.files.get((match["repo"], match["filename"]))
+            if hub_file is None:
+                return self._error("EntryNotFound")
+            data, start = hub_file.content, 0
+            ranged = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+            if body:
+                hub_file.gets.append(self.headers.get("Range", ""))
+            if ranged and body:
+                start = int(ranged[1])
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            else:
+                self.send_response(200)
+            self.send_header("ETag", f'"{hub_file.tag()}"')
+            self.send_header("X-Repo-Commit", COMMIT)
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Content-Length", str(len(data) - start))
+            self.end_headers()
+            if not body:
+                return
+            cut = hub_file.cut_first_get_after
+            if cut is not None and len(hub_file.gets) == 1:
+                self.wfile.write(data[start:start + cut])
+                self.wfile.flush()
+                self.close_connection = True  # the client sees a body shorter than Content-Length
+                return
+            self.wfile.write(data[start:])
+
+        def _error(self, code: str) -> None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", code)
+            if code != "RepoNotFound":
+                self.send_header("X-Repo-Commit", COMMIT)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler

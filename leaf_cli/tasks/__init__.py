@@ -1,0 +1,41 @@
+"""Tasks: the task format, cached environments, sandboxes, grading and the eval runner (`leaf eval`).
+
+Public API (TaskPilot and RL build on it):
+- `Task`, `load_tasks(path) -> TaskFile`, `dump_tasks(tasks, path)`: the JSONL task format.
+- `get_env(task, base_dir) -> Environment`: the cached venv of a (repository, version, install_config).
+- `snapshot(task, base_dir) -> Path`: the cached start-state tree (read-only by convention).
+- `make_attempt_workspace(task, dest, base_dir) -> AttemptWorkspace`: a fresh single-commit repository.
+- `run_attempt(task, engine, ws, env, sandbox, ...) -> AttemptOutcome`: one Leaf episode and its patch.
+- `grade(task, patch, sandbox, base_dir=..., env=...) -> GradeResult`: the verdict on a patch.
+- `make_sandbox(name) -> Sandbox`: "subprocess", "bwrap" (default where installed) or "docker".
+- `run_eval(tasks, engine_factory, EvalConfig) / run_grading(tasks, patches, EvalConfig) -> summary`.
+- `stats`: pass_at_k, pass_pow_k, clustered_standard_error, summarize, paired_difference.
+Modules are imported on first use, so `import leaf_cli.tasks` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "DEFAULT_PROTECTED_PATHS": "task", "InstallConfig": "task", "Task": "task", "TaskFile": "task",
+    "TaskLineError": "task", "Timeouts": "task", "dump_tasks": "task", "load_tasks": "task",
+    "Environment": "env", "EnvBuildError": "env", "get_env": "env", "snapshot": "source",
+    "AttemptOutcome": "attempt", "AttemptWorkspace": "attempt", "extract_patch": "attempt",
+    "make_attempt_workspace": "attempt", "run_attempt": "attempt",
+    "GradeResult": "grading", "grade": "grading", "Applied": "patches",
+    "Sandbox": "sandbox", "make_sandbox": "sandbox",
+    "EvalConfig": "runner", "run_eval": "runner", "run_grading": "runner",
+    "AttemptResult": "results", "Prediction": "results", "RunDir": "results",
+    "export_harbor": "harbor",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leaf_cli.tasks' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"leaf_cli.tasks.{module}"), name)

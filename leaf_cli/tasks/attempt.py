@@ -1,0 +1,84 @@
+"""One attempt: a fresh single-commit workspace, the Leaf episode, and the patch without protected paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from leaf_cli.agent import Limits, Trajectory, run_episode
+from leaf_cli.llm.engine import Engine, Sampling
+from leaf_cli.tasks.env import Environment
+from leaf_cli.tasks.globs import matcher
+from leaf_cli.tasks.patches import without_paths
+from leaf_cli.tasks.sandbox import Sandbox
+from leaf_cli.tasks.source import git, single_commit_repo, snapshot
+from leaf_cli.tasks.task import Task
+from leaf_cli.tools import Workspace
+
+
+class AttemptWorkspace(BaseModel):
+    """The attempt's repository (`root`), its start commit and a HOME beside it (outside the diff)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    root: Path
+    home: Path
+    start_commit: str
+
+
+class AttemptOutcome(BaseModel):
+    """What the agent produced: the graded patch, the protected paths it tried to change, its trajectory."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    patch: str
+    raw_patch: str
+    protected_touched: list[str] = Field(default_factory=list)
+    trajectory: Trajectory
+
+
+def make_attempt_workspace(task: Task, dest: Path, base_dir: Path | None = None) -> AttemptWorkspace:
+    """`dest/repo`: the task's start state as the only commit, hidden paths removed; `dest/home` beside it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest / "repo"
+    start = single_commit_repo(snapshot(task, base_dir), root, drop=task.hidden_paths)
+    (dest / "home").mkdir(exist_ok=True)
+    return AttemptWorkspace(root=root, home=dest / "home", start_commit=start)
+
+
+def workspace_diff(ws: AttemptWorkspace) -> str:
+    """Everything changed since the start commit, untracked files included (even if the agent committed)."""
+    git(["add", "-A", "."], ws.root)
+    return git(["diff", "--cached", "--binary", "--no-renames", ws.start_commit], ws.root)
+
+
+def extract_patch(ws: AttemptWorkspace, task: Task) -> tuple[str, str, list[str]]:
+    """(patch without protected or hidden paths, the full diff, the protected paths touched)."""
+    raw = workspace_diff(ws)
+    patch, touched = without_paths(raw, matcher(task.protected + task.hidden_paths))
+    return patch, raw, touched
+
+
+def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) -> Workspace:
+    """The tools' workspace: Bash runs inside the sandbox with the task's venv first on PATH."""
+    roots = [str(ws.root / "src")] if (ws.root / "src").is_dir() else []
+    variables = {
+        "PATH": f"{env.bin}:/usr/local/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(env.path), "HOME": str(ws.home),
+        "TMPDIR": str(ws.home), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": ":".join([*roots, str(ws.root)]), "PIP_NO_INDEX": "1", "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    prefix = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent])
+    return Workspace(root=ws.root, env=variables, bash_prefix=prefix)
+
+
+def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environment, sandbox: Sandbox, *,
+                limits: Limits | None = None, sampling: Sampling | None = None,
+                trajectory_path: Path | None = None, run_id: str | None = None) -> AttemptOutcome:
+    """Run the Leaf episode on the task's problem statement and take its patch."""
+    limits = limits or Limits(max_seconds=task.timeouts.agent_s)
+    traj = run_episode(task.problem_statement, engine, agent_workspace(ws, env, sandbox), sampling=sampling,
+                       limits=limits, trajectory_path=trajectory_path, run_id=run_id,
+                       patch_fn=lambda: workspace_diff(ws))
+    patch, raw, touched = extract_patch(ws, task)
+    return AttemptOutcome(patch=patch, raw_patch=raw, protected_touched=touched, trajectory=traj)

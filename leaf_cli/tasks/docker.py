@@ -1,0 +1,73 @@
+"""The Docker backend: the task's `image_name`, or an image built from its `install_config`.
+
+Host folders (workspace, report folder) are bind-mounted at the same paths, so grading code is the same
+as for the host backends; tests run with the image's own `python`, where the environment was installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from leaf_cli.errors import LeafError
+from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.sandbox import HostPathSandbox
+from leaf_cli.tasks.task import Task
+
+
+class DockerSandbox(HostPathSandbox):
+    """`docker run --rm --network none` in the task's image, host paths bind-mounted at the same place."""
+
+    name = "docker"
+    isolates_network = True
+
+    def __init__(self, image: str | None = None) -> None:
+        self.image = image
+
+    def prepare(self) -> None:
+        if shutil.which("docker") is None:
+            raise LeafError("the docker sandbox needs the docker CLI on PATH; install Docker or use --sandbox bwrap")
+        probe = run_process(["docker", "version", "--format", "{{.Server.Version}}"], cwd=Path.cwd(), timeout=20)
+        if not probe.ok:
+            detail = (probe.stderr.strip().splitlines() or ["no answer"])[-1]
+            raise LeafError(f"the docker sandbox needs a running Docker daemon ({detail}); "
+                            "start dockerd or use --sandbox bwrap")
+
+    def for_task(self, task: Task) -> "DockerSandbox":
+        image = (task.model_extra or {}).get("image_name") or (task.model_extra or {}).get("docker_image")
+        return DockerSandbox(str(image) if image else build_image(task))
+
+    def python(self, env_python: Path) -> str:
+        return "python"
+
+    def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
+             network: bool = False) -> list[str]:
+        if self.image is None:
+            raise LeafError("the docker sandbox has no image: call for_task(task) first")
+        cmd = ["docker", "run", "--rm", "-i", "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
+        if not network:
+            cmd += ["--network", "none"]
+        for path in {*writable, cwd}:
+            cmd += ["-v", f"{path}:{path}"]
+        for path in readonly:
+            cmd += ["-v", f"{path}:{path}:ro"]
+        return [*cmd, "-w", str(cwd), self.image, *argv]
+
+
+def build_image(task: Task) -> str:
+    """Build (once; Docker caches it by tag) the image described by the task's install_config."""
+    from leaf_cli.tasks.harbor import dockerfile
+
+    text = dockerfile(task, with_source=False)
+    tag = "leaf-env:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    if run_process(["docker", "image", "inspect", tag], cwd=Path.cwd(), timeout=60).ok:
+        return tag
+    with tempfile.TemporaryDirectory(prefix="leaf-docker-") as tmp:
+        (Path(tmp) / "Dockerfile").write_text(text, encoding="utf-8")
+        built = run_process(["docker", "build", "-t", tag, tmp], cwd=Path(tmp), timeout=task.timeouts.build_s)
+    if not built.ok:
+        raise LeafError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}")
+    return tag

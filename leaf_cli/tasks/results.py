@@ -1,0 +1,157 @@
+"""The eval output folder: predictions.jsonl, results.jsonl (one line per attempt), summary.json.
+
+Lines are appended as attempts finish, so a crash loses only attempts in flight; `--resume` reads what is
+there (a torn last line is dropped) and skips finished attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from leaf_cli.tasks.stats import summarize
+
+
+class AttemptResult(BaseModel):
+    """One graded attempt (a line of results.jsonl)."""
+
+    instance_id: str
+    attempt: int
+    repo: str
+    model: str
+    resolved: bool
+    patch_applied: str
+    protected_touched: list[str] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=list)
+    f2p: dict[str, str] = Field(default_factory=dict)
+    p2p: dict[str, str] = Field(default_factory=dict)
+    exit_code: int | None = None
+    infra_failure: str | None = None
+    error: str | None = None
+    exit_reason: str | None = None
+    steps: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    wall_s: float = 0.0
+    agent_s: float = 0.0
+    grade_s: float = 0.0
+    traj_path: str | None = None
+    sandbox: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.instance_id, self.attempt)
+
+
+class Prediction(BaseModel):
+    """A line of predictions.jsonl, in SWE-bench's format plus the run id and attempt number."""
+
+    instance_id: str
+    model_name_or_path: str
+    model_patch: str
+    run_id: str = ""
+    attempt: int = 0
+
+
+class RunDir:
+    """Reads and appends the files of one output folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.results_path = self.path / "results.jsonl"
+        self.predictions_path = self.path / "predictions.jsonl"
+        self.summary_path = self.path / "summary.json"
+
+    def has_results(self) -> bool:
+        return self.results_path.exists() and self.results_path.stat().st_size > 0
+
+    def load_results(self) -> dict[tuple[str, int], AttemptResult]:
+        """Finished attempts, first record per (instance_id, attempt); unreadable lines dropped."""
+        found: dict[tuple[str, int], AttemptResult] = {}
+        for record in _lines(self.results_path):
+            try:
+                result = AttemptResult.model_validate(record)
+            except ValidationError:
+                continue
+            found.setdefault(result.key, result)
+        return found
+
+    def compact(self) -> dict[tuple[str, int], AttemptResult]:
+        """Before a resume: rewrite both files with only the finished attempts (no torn or orphan lines)."""
+        results = self.load_results()
+        predictions: dict[tuple[str, int], dict] = {}
+        for record in _lines(self.predictions_path):
+            key = (record.get("instance_id"), record.get("attempt", 0))
+            if key in results:
+                predictions.setdefault(key, record)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.results_path.write_text("".join(r.model_dump_json() + "\n" for r in results.values()), encoding="utf-8")
+        self.predictions_path.write_text("".join(json.dumps(p) + "\n" for p in predictions.values()), encoding="utf-8")
+        return results
+
+    def append(self, result: AttemptResult, prediction: Prediction | None) -> None:
+        """Record one finished attempt: the result line last, so a result always has its prediction."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        if prediction is not None:
+            _append(self.predictions_path, prediction.model_dump_json())
+        _append(self.results_path, result.model_dump_json())
+
+    def write_summary(self, extra: dict | None = None) -> dict:
+        """summary.json computed from every result line on disk."""
+        results = list(self.load_results().values())
+        summary = summary_of(results)
+        summary.update(extra or {})
+        self.summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        return summary
+
+
+def summary_of(results: list[AttemptResult]) -> dict:
+    """Per-task counts, then `stats.summarize`. Infra failures count as unresolved attempts."""
+    counts: dict[str, tuple[int, int]] = {}
+    repos: dict[str, str] = {}
+    for r in results:
+        n, c = counts.get(r.instance_id, (0, 0))
+        counts[r.instance_id] = (n + 1, c + int(r.resolved))
+        repos[r.instance_id] = r.repo
+    summary = summarize(counts, repos, infra_failures=sum(r.infra_failure is not None for r in results))
+    summary["infra_by_kind"] = _tally(r.infra_failure for r in results if r.infra_failure)
+    summary["patch_applied"] = _tally(r.patch_applied for r in results)
+    return summary
+
+
+def task_rates(path: Path) -> dict[str, float]:
+    """Per-task solve rate c_i / n_i of an output folder (for `leaf eval compare`)."""
+    counts: dict[str, list[int]] = {}
+    for r in RunDir(path).load_results().values():
+        entry = counts.setdefault(r.instance_id, [0, 0])
+        entry[0] += 1
+        entry[1] += int(r.resolved)
+    return {i: c / n for i, (n, c) in counts.items()}
+
+
+def _tally(values) -> dict[str, int]:  # noqa: ANN001 - any iterable of str
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _append(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+        f.flush()
+
+
+def _lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash
+        if isinstance(record, dict):
+            out.append(record)
+    return out

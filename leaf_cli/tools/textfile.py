@@ -1,0 +1,123 @@
+"""Text files as Edit and Write see them: encoding, BOM and line endings detected, kept, and written atomically."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+SNIFF_BYTES = 8192
+BOM = b"\xef\xbb\xbf"
+
+
+class BinaryFileError(ValueError):
+    """The file holds NUL bytes near its start: it is not text, and the text tools leave it alone."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """True when the first bytes of a file hold a NUL byte (the heuristic git and grep use)."""
+    return b"\0" in head[:SNIFF_BYTES]
+
+
+@dataclass
+class TextFile:
+    """A decoded file plus what is needed to write it back in the same form."""
+
+    text: str
+    encoding: str = "utf-8"  # "utf-8", or "latin-1" for files that are not valid UTF-8
+    bom: bool = False
+    newline: str | None = None  # the dominant line ending, "\n" or "\r\n"; None when the file has none
+
+    def encode(self, text: str) -> bytes:
+        """`text` in this file's encoding (raises UnicodeEncodeError when latin-1 cannot hold it)."""
+        return (BOM if self.bom else b"") + text.encode(self.encoding)
+
+    def with_newlines(self, text: str) -> str:
+        """`text` with this file's line endings (the model writes LF; a CRLF file stays CRLF)."""
+        return convert_newlines(text, self.newline)
+
+
+def convert_newlines(text: str, ending: str | None) -> str:
+    """`text` with every `\n` / `\r\n` made `ending`; unchanged when `ending` is None."""
+    if ending is None:
+        return text
+    text = text.replace("\r\n", "\n")
+    return text.replace("\n", "\r\n") if ending == "\r\n" else text
+
+
+def dominant_newline(text: str) -> str | None:
+    """The line ending most lines use (CRLF wins ties), or None for text without line breaks."""
+    lf = text.count("\n")
+    if not lf:
+        return None
+    return "\r\n" if text.count("\r\n") * 2 >= lf else "\n"
+
+
+def decode(data: bytes, shown: str) -> TextFile:
+    """Decode file bytes: UTF-8 (with or without BOM), else latin-1, which maps every byte and round-trips."""
+    if looks_binary(data):
+        raise BinaryFileError(f"{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it")
+    bom = data.startswith(BOM)
+    body = data[len(BOM):] if bom else data
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = body.decode("latin-1"), "latin-1"
+    return TextFile(text=text, encoding=encoding, bom=bom, newline=dominant_newline(text))
+
+
+def load(path: Path, shown: str) -> TextFile:
+    """The text file at `path`, or a clear error when it is missing, a folder, or binary."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{shown} is a directory, not a file; use Glob to list its files")
+    if not path.exists():
+        raise FileNotFoundError(f"{shown} does not exist; use Write to create a new file, or Glob to find the right path")
+    require_regular(path, shown)
+    return decode(path.read_bytes(), shown)
+
+
+def require_regular(path: Path, shown: str) -> None:
+    """Refuse pipes, sockets and devices, which the text tools cannot read without blocking or flooding."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise ValueError(f"{shown} is not a regular file (a pipe, socket or device); the text tools handle files only")
+
+
+_umask_lock = threading.Lock()
+_umask: int | None = None
+
+
+def _current_umask() -> int:
+    """The process umask (read once: setting it to read it is not thread-safe, so it is done under a lock)."""
+    global _umask
+    with _umask_lock:
+        if _umask is None:
+            _umask = os.umask(0)
+            os.umask(_umask)
+        return _umask
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to a temp file beside `path` and rename it over `path`.
+
+    A crash or a full disk leaves either the old file or the new one, never half of each. An existing file
+    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600).
+    """
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_current_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".leaf-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,71 @@
+"""What the user sees and answers on a terminal: the diff, the review choice, permission prompts."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.prompt import Prompt
+from rich.syntax import Syntax
+
+from leaf_cli.llm.messages import ToolCall
+from leaf_cli.ui.live import tool_line
+
+Choice = Literal["keep", "undo", "commit", "branch"]
+_KEYS = {"k": "keep", "u": "undo", "c": "commit", "b": "branch"}
+
+
+def show_diff(console: Console, patch: str) -> None:
+    """The run's patch with syntax highlighting (binary hunks shown as git prints them)."""
+    if not patch.strip():
+        console.print("[dim]No changes.[/dim]")
+        return
+    console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default", word_wrap=True))
+
+
+def ask_review(console: Console) -> Choice:
+    """keep / undo / commit / branch, one key each."""
+    answer = Prompt.ask("[bold]Keep the changes[/bold] [k]eep, [u]ndo, [c]ommit, move to a [b]ranch",
+                        console=console, choices=list(_KEYS), default="k", show_choices=False)
+    return _KEYS[answer]  # type: ignore[return-value]
+
+
+def ask_text(console: Console, label: str, default: str) -> str:
+    """An editable line of text (the commit message, a branch name), prefilled with `default`."""
+    from prompt_toolkit import prompt
+
+    console.print(f"[bold]{label}[/bold] [dim](edit, then Enter; Esc Enter for a new line)[/dim]")
+    return prompt("> ", default=default, multiline=False)
+
+
+def preview(call: ToolCall, before: str | None) -> str:
+    """What a call would do: the command for Bash, a unified diff for Write and Edit."""
+    name, args = call.name.lower(), call.arguments
+    if name == "bash":
+        return str(args.get("command", ""))
+    if name == "edit" and before is not None:
+        old, new = str(args.get("old_string", "")), str(args.get("new_string", ""))
+        after = before.replace(old, new) if args.get("replace_all") else before.replace(old, new, 1)
+        return _udiff(before, after, str(args.get("file_path")))
+    if name == "write":
+        return _udiff(before or "", str(args.get("content", "")), str(args.get("file_path")))
+    return tool_line(call.name, args)
+
+
+def ask_permission(console: Console, call: ToolCall, before: str | None) -> Literal["yes", "no", "always"]:
+    """Show the call's preview and ask: y(es) / n(o) / a(lways for this tool)."""
+    text = preview(call, before)
+    lexer = "bash" if call.name.lower() == "bash" else "diff"
+    console.print(Panel(Syntax(text, lexer, theme="ansi_dark", background_color="default", word_wrap=True),
+                        title=tool_line(call.name, call.arguments, 60), title_align="left"))
+    answer = Prompt.ask(f"Allow {call.name}? [y]es, [n]o, [a]lways for {call.name}", console=console,
+                        choices=["y", "n", "a"], default="y", show_choices=False)
+    return {"y": "yes", "n": "no", "a": "always"}[answer]  # type: ignore[return-value]
+
+
+def _udiff(before: str, after: str, path: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 f"a/{path}", f"b/{path}")
+    return "".join(lines) or "(no change)"

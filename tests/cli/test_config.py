@@ -1,0 +1,35 @@
+"""Settings precedence (defaults < user file < .leaf.toml < LEAF_* < flags) and `leaf config show`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaf_cli.config import load_settings
+from tests.cli.fixcli import leaf
+
+
+def test_precedence_and_origins(git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    user = tmp_path / "cfg" / "leaf" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('model = "from-user"\nmax_turns = 5\nsandbox = "bwrap"\n')
+    (git_repo / ".leaf.toml").write_text('model = "from-repo"\nmax_turns = 6\n')
+    monkeypatch.setenv("LEAF_MAX_TURNS", "7")
+    settings, origins = load_settings({"quiet": True}, git_repo)
+    assert (settings.model, settings.max_turns, settings.sandbox, settings.quiet) == ("from-repo", 7, "bwrap", True)
+    assert origins["model"] == str(git_repo / ".leaf.toml") and origins["max_turns"] == "env"
+    assert origins["sandbox"] == str(user) and origins["quiet"] == "flag" and origins["mode"] == "default"
+    result = leaf("config", "show", "--workdir", str(git_repo))
+    assert result.exit_code == 0
+    line = next(l for l in result.stdout.splitlines() if l.startswith("max_turns"))
+    assert line.split()[1:] == ["7", "env"]
+
+
+def test_bad_values_are_one_clear_error(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (git_repo / ".leaf.toml").write_text('mode = "reckless"\n')
+    result = leaf("fix", "--workdir", str(git_repo), "--model", "replay:x", "task")
+    assert result.exit_code == 2 and "setting mode" in result.stderr and ".leaf.toml" in result.stderr
+    (git_repo / ".leaf.toml").write_text("model = \n")
+    assert "not valid TOML" in leaf("config", "show", "--workdir", str(git_repo)).stderr

@@ -1,0 +1,70 @@
+"""Incremental rendering: the text appended after an assistant turn, with the prefix verified."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leaf_cli.llm.increment import PrefixMismatch, first_prompt, next_prompt
+from leaf_cli.llm.messages import Message, ToolCall
+from leaf_cli.llm.stream import ThinkStreamer
+from leaf_cli.llm.template import ChatTemplate
+
+
+def start() -> list[Message]:
+    return [Message(role="system", content="S"), Message(role="user", content="U")]
+
+
+def reply() -> Message:
+    call = ToolCall(id="c", name="Read", arguments={"file_path": "a.py"})
+    return Message(role="assistant", content="ok", reasoning_content="r", tool_calls=[call])
+
+
+def test_tool_results_and_generation_prompt(qwen_template_source: str, tools: list[dict[str, Any]]) -> None:
+    template = ChatTemplate(qwen_template_source)
+    messages = start() + [reply(), Message(role="tool", content="A"), Message(role="tool", content="B")]
+    text = next_prompt(template, messages, 3, tools, True, reply_closed=True)
+    assert text == ("\n<|im_start|>user\n<tool_response>\nA\n</tool_response>\n<tool_response>\nB\n"
+                    "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n")
+    whole = template.render([m.to_template() for m in messages], tools, add_generation_prompt=True)
+    assert whole.endswith(text)
+    assert next_prompt(template, messages, 3, tools, True, reply_closed=False) == "<|im_end|>" + text
+
+
+def test_user_message_that_rewrites_earlier_turns(qwen_template_source: str, tools: list[dict[str, Any]]) -> None:
+    """Qwen3.5 drops the reasoning of turns before the latest user query; the log keeps what the model saw."""
+    template = ChatTemplate(qwen_template_source)
+    messages = start() + [reply(), Message(role="user", content="Format error: try again")]
+    text = next_prompt(template, messages, 3, tools, True, reply_closed=True)
+    assert text == "\n<|im_start|>user\nFormat error: try again<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+def test_rewrite_without_a_user_message_is_refused(tools: list[dict[str, Any]]) -> None:
+    # A template that numbers turns from the end: appending anything changes every earlier turn.
+    source = ("{% for m in messages %}<|im_start|>{{ messages|length - loop.index }}{{ m.content }}<|im_end|>\n"
+              "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    messages = start() + [reply(), Message(role="tool", content="A")]
+    with pytest.raises(PrefixMismatch, match="re-renders earlier messages"):
+        next_prompt(ChatTemplate(source), messages, 3, tools, True, reply_closed=True)
+
+
+def test_log_must_end_with_an_assistant_turn(tools: list[dict[str, Any]]) -> None:
+    with pytest.raises(PrefixMismatch, match="not the assistant reply"):
+        next_prompt(ChatTemplate(None), start(), 2, tools, True, reply_closed=True)
+
+
+def test_first_prompt_ends_with_generation_prompt(tools: list[dict[str, Any]]) -> None:
+    assert first_prompt(ChatTemplate(None), start(), tools, True).endswith("<|im_start|>assistant\n")
+
+
+def test_streamer_splits_reasoning_and_content_across_token_pieces() -> None:
+    seen: list[tuple[str, str]] = []
+    streamer = ThinkStreamer(lambda kind, text: seen.append((kind, text)), in_reasoning=True)
+    for piece in ["thin", "king</th", "ink>", "\n\nAns", "wer <", "tool_call>", "x"]:
+        streamer.feed(piece)
+    streamer.finish()
+    joined: dict[str, str] = {}
+    for kind, text in seen:
+        joined[kind] = joined.get(kind, "") + text
+    assert joined == {"reasoning": "thinking", "content": "\n\nAnswer <tool_call>x"}

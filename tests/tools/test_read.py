@@ -1,0 +1,158 @@
+"""Read: the harness's `N. text` rendering, its 20,000-char cut, and the failure paths around it."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from leaf_cli.tools import Workspace, read as read_mod
+from leaf_cli.tools.read import ReadArgs, run_read
+
+
+def _harness(text: str, shown: str, offset: int = 1, limit: int = 0, cap: int = 20_000) -> str:
+    """The harness's own algorithm (tool_runner._read), for text without the rare splitlines separators."""
+    lines = text.splitlines()
+    end = len(lines) if limit <= 0 else min(len(lines), offset - 1 + limit)
+    selected = "\n".join(f"{n}. {line}" for n, line in enumerate(lines[offset - 1:end], start=offset))
+    value = f"{shown}\n{selected}"
+    return value if len(value) <= cap else f"{value[:cap]}\n[truncated {len(value) - cap} chars]"
+
+
+def test_numbered_lines_under_the_path(call, ws: Workspace) -> None:
+    (ws.root / "pkg").mkdir()
+    (ws.root / "pkg" / "m.py").write_text("import os\n\ndef f():\n    return 1\n")
+    expected = "pkg/m.py\n1. import os\n2. \n3. def f():\n4.     return 1"
+    assert call("Read", file_path="pkg/m.py") == expected
+    assert call("Read", file_path=str(ws.root / "pkg" / "m.py")) == expected  # absolute inside: shown relative
+
+
+def test_offset_and_limit(call, ws: Workspace) -> None:
+    (ws.root / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert call("Read", file_path="a.txt", offset=4, limit=2) == "a.txt\n4. line 4\n5. line 5"
+    assert call("Read", file_path="a.txt", offset=9, limit=50) == "a.txt\n9. line 9\n10. line 10"
+    assert call("Read", file_path="a.txt", offset=0, limit=1) == "a.txt\n1. line 1"  # below 1 means 1
+    assert call("Read", file_path="a.txt", offset=10, limit=0) == "a.txt\n10. line 10"  # 0 means to the end
+
+
+def test_offset_past_the_end_says_so(call, ws: Workspace) -> None:
+    (ws.root / "a.txt").write_text("x\n" * 120)
+    assert call("Read", file_path="a.txt", offset=500) == (
+        "ValueError: offset 500 is past the end of the file (120 lines); use an offset from 1 to 120")
+    assert call("Read", file_path="a.txt", offset=121).startswith("ValueError: offset 121 is past the end")
+
+
+def test_empty_file(call, ws: Workspace) -> None:
+    (ws.root / "empty").write_text("")
+    assert call("Read", file_path="empty") == "empty\n"
+    assert call("Read", file_path="empty", offset=2).startswith("ValueError: offset 2 is past the end of the file (0 lines)")
+
+
+def test_line_endings_bom_and_invalid_utf8(call, ws: Workspace) -> None:
+    (ws.root / "crlf.txt").write_bytes(b"a\r\nb\r\n\r\nc")
+    assert call("Read", file_path="crlf.txt") == "crlf.txt\n1. a\n2. b\n3. \n4. c"
+    (ws.root / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\n")
+    assert call("Read", file_path="bom.txt") == "bom.txt\n1. hello"
+    (ws.root / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    assert call("Read", file_path="latin.txt") == "latin.txt\n1. caf\ufffd"
+
+
+def test_truncated_at_20000_chars_like_the_harness(call, ws: Workspace) -> None:
+    text = "".join(f"{i} " + "x" * 90 + "\n" for i in range(1000))
+    (ws.root / "big.txt").write_text(text)
+    out = call("Read", file_path="big.txt")
+    assert out == _harness(text, "big.txt")
+    assert out.endswith(f"\n[truncated {len(_harness(text, 'big.txt', cap=10**9)) - 20_000} chars]")
+
+
+def test_failures(call, ws: Workspace) -> None:
+    (ws.root / "d").mkdir()
+    assert call("Read", file_path="d") == "IsADirectoryError: d is a directory, not a file; use Glob to list its files"
+    (ws.root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    assert call("Read", file_path="img.png") == (
+        "BinaryFileError: img.png is a binary file (NUL bytes in its first 8 KB); Read shows text files only")
+    os.mkfifo(ws.root / "fifo")
+    assert call("Read", file_path="fifo").startswith("ValueError: fifo is not a regular file (a pipe, socket or device)")
+    assert call("Read", file_path="nope.txt").startswith("FileNotFoundError: nope.txt does not exist")
+    assert call("Read", file_path="").startswith("ValueError: file_path is empty")
+
+
+def _random_text(rng: random.Random) -> bytes:
+    pieces = [b"\n", b"\r\n", b"\r", b"abc", b"x" * rng.randint(0, 40), "é€😀".encode(), b"\xff\xfe", b" ", b"12"]
+    return b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 80)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_streaming_matches_whole_file_rendering(seed: int, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The streaming path (large files) must give byte-identical observations to the one-shot path, also
+    # when lines are cut into CHUNK pieces and when the cap falls mid-line; chars past the cap are only counted.
+    rng = random.Random(seed)
+    data = _random_text(rng)
+    (ws.root / "f.txt").write_bytes(data)
+    cases = [(None, None), (rng.randint(1, 5), None), (rng.randint(1, 5), rng.randint(1, 6)), (None, rng.randint(1, 4))]
+    for cap in (5, 37, 200, 20_000):
+        monkeypatch.setattr(read_mod, "READ_CHARS", cap)
+        for offset, limit in cases:
+            args = ReadArgs(file_path="f.txt", offset=offset, limit=limit)
+            monkeypatch.setattr(read_mod, "WHOLE_FILE_BYTES", 1 << 20)
+            try:
+                whole = run_read(args, ws)
+            except ValueError as exc:
+                whole = f"error: {exc}"
+            monkeypatch.setattr(read_mod, "WHOLE_FILE_BYTES", -1)
+            monkeypatch.setattr(read_mod, "CHUNK", rng.randint(1, 9))
+            try:
+                streamed = run_read(args, ws)
+            except ValueError as exc:
+                streamed = f"error: {exc}"
+            assert streamed == whole, (cap, offset, limit, data)
+
+
+def test_whole_file_rendering_matches_the_harness() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        text = _random_text(rng).decode("utf-8", errors="replace")
+        offset, limit = rng.randint(1, 4), rng.choice([0, 1, 3])
+        if offset > max(1, len(text.splitlines())):
+            continue
+        ours = read_mod._render_whole(text.encode(), "f", offset, limit or None)
+        assert ours == _harness(text, "f", offset, limit)
+
+
+class _CountingFile(io.FileIO):
+    bytes_read = 0
+
+    def readinto(self, buffer):  # type: ignore[override]
+        n = super().readinto(buffer)
+        _CountingFile.bytes_read += n or 0
+        return n
+
+
+def test_limit_streams_instead_of_reading_the_whole_file(call, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = ws.root / "huge.log"
+    with open(big, "wb") as f:
+        f.write(b"".join(b"entry %d\n" % i for i in range(100)))
+        f.truncate(1 << 30)  # a sparse 1 GB file
+    monkeypatch.setattr(read_mod, "open", lambda p, mode: io.BufferedReader(_CountingFile(p, "r")), raising=False)
+    assert call("Read", file_path="huge.log", offset=3, limit=2) == "huge.log\n3. entry 2\n4. entry 3"
+    assert _CountingFile.bytes_read < 4 << 20
+
+
+def test_huge_file_keeps_only_the_head(call, ws: Workspace) -> None:
+    import tracemalloc
+
+    lines = 400_000
+    with open(ws.root / "big.txt", "w") as f:
+        for i in range(lines):
+            f.write(f"row {i}\n")
+    tracemalloc.start()
+    out = call("Read", file_path="big.txt")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    full = len("big.txt") + sum(len(f"\n{n}. row {n - 1}") for n in range(1, lines + 1))
+    assert out.endswith(f"\n[truncated {full - 20_000} chars]")
+    assert len(out) == 20_000 + len(f"\n[truncated {full - 20_000} chars]")
+    assert peak < 8 << 20  # the file renders to ~5.7 MB; only chunks and the 20,000-char head are held

@@ -1,0 +1,1 @@
+"""DPPO reinforcement learning on Leaf rollouts."""

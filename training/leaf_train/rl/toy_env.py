@@ -1,0 +1,87 @@
+"""A toy but real environment: one small git repository, one pytest test per task, graded by leaf's grader.
+
+Each task asks for `answer.txt` with one word in it; its FAIL_TO_PASS test checks the file. "write" tasks
+state the word; "copy" tasks put it in `notes/<task>.txt` for the agent to Read first. With `hint` the task
+text spells out the exact tool call(s), so a 135M model can succeed sometimes at the start and RL can make it
+reliable. Episodes run on a fresh single-commit copy of the repository; their `git diff` is graded by
+`leaf_cli.tasks.grade` (fresh tree, tests restored, pytest by node id).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from leaf_cli.llm.messages import Conversation, Message
+from leaf_cli.tasks.source import git, single_commit_repo, snapshot
+from leaf_cli.tasks.task import Task
+from leaf_train.rl.config import EnvConfig
+
+WORDS = ("apple", "river", "stone", "cloud", "tiger", "maple", "ocean", "lemon", "piano", "candle", "forest",
+         "silver", "rocket", "garden", "planet", "copper")
+
+
+def build_toy_tasks(root: Path, cfg: EnvConfig, seed: int) -> list[Task]:
+    """Create the repository under `root/repo` (once) and return its tasks."""
+    rng = random.Random(seed)
+    words = rng.sample(WORDS, k=min(cfg.num_tasks, len(WORDS)))
+    repo = root / "repo"
+    if not (repo / ".git").is_dir():
+        repo.mkdir(parents=True, exist_ok=True)
+        (repo / "README.md").write_text("Toy tasks: each asks for answer.txt with one word.\n", encoding="utf-8")
+        for k, word in enumerate(words):
+            (repo / "notes").mkdir(exist_ok=True)
+            (repo / "notes" / f"task{k}.txt").write_text(word + "\n", encoding="utf-8")
+            (repo / "tests").mkdir(exist_ok=True)
+            (repo / "tests" / f"test_task{k}.py").write_text(
+                "from pathlib import Path\n\n\ndef test_answer():\n"
+                f"    assert Path('answer.txt').read_text().strip() == {word!r}\n", encoding="utf-8")
+        git(["init", "-q", "-b", "main"], repo)
+        git(["add", "-A"], repo)
+        git(["commit", "-q", "-m", "toy tasks"], repo)
+    base = git(["rev-parse", "HEAD"], repo).strip()
+    return [_task(k, word, repo, base, cfg) for k, word in enumerate(words)]
+
+
+def _task(k: int, word: str, repo: Path, base: str, cfg: EnvConfig) -> Task:
+    write = {"name": "Write", "arguments": {"file_path": "answer.txt", "content": word}}
+    if cfg.task_kind == "write":
+        statement = f"Create the file answer.txt containing exactly the word {word}."
+        hint = f"Reply with exactly this tool call:\n<tool_call>\n{json.dumps(write)}\n</tool_call>"
+    else:
+        statement = f"Read notes/task{k}.txt and write the word it holds into answer.txt."
+        read = {"name": "Read", "arguments": {"file_path": f"notes/task{k}.txt"}}
+        placeholder = {"name": "Write", "arguments": {"file_path": "answer.txt", "content": "WORD"}}
+        hint = (f"First reply with exactly this tool call:\n<tool_call>\n{json.dumps(read)}\n</tool_call>\n"
+                f"Then write the word you read, replacing WORD:\n<tool_call>\n{json.dumps(placeholder)}\n</tool_call>")
+    gold = ("diff --git a/answer.txt b/answer.txt\nnew file mode 100644\n--- /dev/null\n+++ b/answer.txt\n"
+            f"@@ -0,0 +1 @@\n+{word}\n")
+    return Task(instance_id=f"toy-{cfg.task_kind}-{k}", repo=str(repo), base_commit=base,
+                problem_statement=statement + ("\n" + hint if cfg.hint else ""), patch=gold,
+                FAIL_TO_PASS=[f"tests/test_task{k}.py::test_answer"], version="toy",
+                timeouts={"test_s": cfg.test_timeout})
+
+
+def episode_workdir(task: Task, dest: Path) -> Path:
+    """A fresh single-commit git repository holding the task's start state."""
+    single_commit_repo(snapshot(task), dest, drop=task.hidden_paths)
+    return dest
+
+
+def workdir_patch(workdir: Path) -> str:
+    """Everything the episode changed, untracked files included, as a binary-safe unified diff."""
+    git(["add", "-A"], workdir)
+    return git(["diff", "--cached", "--binary", "HEAD"], workdir)
+
+
+def demo_conversation(system_prompt: str) -> Conversation:
+    """A solved example before the real task: the model sees the call format once (prompt tokens only)."""
+    call = {"name": "Write", "arguments": {"file_path": "example.txt", "content": "sunset"}}
+    return Conversation(messages=[
+        Message(role="system", content=system_prompt),
+        Message(role="user", content="Create the file example.txt containing exactly the word sunset."),
+        Message(role="assistant", content=f"<tool_call>\n{json.dumps(call)}\n</tool_call>"),
+        Message(role="tool", content="Wrote example.txt (7 bytes).", name="Write"),
+        Message(role="assistant", content="Done."),
+    ])

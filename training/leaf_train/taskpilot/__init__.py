@@ -1,0 +1,1 @@
+"""TaskPilot: policy-calibrated task synthesis."""
