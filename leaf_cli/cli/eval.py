@@ -24,6 +24,8 @@ OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder (predic
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Attempts run in parallel.")]
 SandboxOpt = Annotated[Optional[str], typer.Option(help="subprocess, bwrap or docker (default: bwrap if installed).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Keep finished attempts in --out and run the rest.")]
+P2PSkipOpt = Annotated[bool, typer.Option("--p2p-skip-ok", help="Count a skipped PASS_TO_PASS test as kept "
+                                          "(SWE-bench v5's rule); by default every P2P test must pass.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +40,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(eval_app, name="eval")
 
 
-def _engine_factory(spec: str) -> Callable[[], "Engine"]:
+def _engine_factory(spec: str, base_url: str | None = None) -> Callable[[], "Engine"]:
     """A function making a fresh engine per attempt: `leaf_cli.models.resolve.make_engine` when present,
     else `replay:PATH` through the replay engine. The spec is checked once, here."""
     try:
@@ -53,8 +55,8 @@ def _engine_factory(spec: str) -> Callable[[], "Engine"]:
         path = Path(spec[len("replay:"):]).expanduser()
         ReplayEngine.from_file(path)
         return lambda: ReplayEngine.from_file(path)
-    make_engine(spec)  # fail fast on a bad spec, before any attempt starts
-    return lambda: make_engine(spec)
+    make_engine(spec, base_url=base_url)  # fail fast on a bad spec, before any attempt starts
+    return lambda: make_engine(spec, base_url=base_url)
 
 
 @eval_app.command("run")
@@ -63,26 +65,44 @@ def run(
     tasks: TasksArg,
     model: Annotated[str, typer.Option("--model", "-m", help="Model spec: registry name, .gguf, hf:..., replay:PATH.")],
     out: OutOpt,
-    attempts: Annotated[int, typer.Option("--attempts", "-n", min=1, help="Attempts per task.")] = 1,
+    preset: Annotated[Optional[str], typer.Option(
+        help="A published setting: swebench-verified, swebench-pro, terminal-bench-2 or patcheval (sampling, "
+             "limits, 3 attempts, docker sandbox; options given explicitly win).")] = None,
+    harness: Annotated[Optional[str], typer.Option(help="Tool profile: leaf (default) or r2e (the ablation).")] = None,
+    attempts: Annotated[Optional[int], typer.Option("--attempts", "-n", min=1,
+                                                    help="Attempts per task (default 1, or the preset's).")] = None,
     workers: WorkersOpt = 1,
     resume: ResumeOpt = False,
     sandbox: SandboxOpt = None,
-    max_turns: Annotated[int, typer.Option(help="Most assistant turns per attempt.")] = 100,
+    max_turns: Annotated[Optional[int], typer.Option(help="Most assistant turns per attempt (default 100, or the preset's).")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).")] = None,
+    p2p_skip_ok: P2PSkipOpt = False,
     run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).")] = "",
 ) -> None:
     """Run the agent on every task N times, grade each attempt, write predictions, results and summary."""
     from leaf_cli.agent import Limits
+    from leaf_cli.agent.harness import get_harness
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_eval
+    from leaf_cli.tasks.image import check_image_tasks
+    from leaf_cli.tasks.presets import get_preset
     from leaf_cli.tasks.runner import pending_jobs
 
     task_file = _load(tasks)
-    factory = _engine_factory(model)
-    config = EvalConfig(out=out, sandbox=make_sandbox(sandbox), model_name=model, base_dir=task_file.base_dir,
-                        attempts=attempts, workers=workers, resume=resume, limits=Limits(max_turns=max_turns),
-                        run_id=run_id)
+    chosen = get_preset(preset) if preset else None
+    profile = get_harness(harness or (chosen.harness if chosen else None))
+    attempts = attempts or (chosen.attempts if chosen else 1)
+    limits = (chosen.limits if chosen else Limits()).model_copy(
+        update={"max_turns": max_turns} if max_turns is not None else {})
+    sandbox_name = _sandbox_name(sandbox, chosen.sandbox if chosen else None, task_file.tasks)
+    check_image_tasks(task_file.tasks, sandbox_name or "")  # no Docker: one line, before anything runs
+    factory = _engine_factory(model, base_url)
+    config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=model, base_dir=task_file.base_dir,
+                        attempts=attempts, workers=workers, resume=resume, limits=limits,
+                        sampling=chosen.sampling if chosen else None, run_id=run_id, harness=profile.name,
+                        p2p_skip_ok=p2p_skip_ok, preset=chosen.name if chosen else None)
     total = pending_jobs(task_file.tasks, attempts, out) if resume else len(task_file.tasks) * attempts
     summary = _with_progress(total, lambda on_result: run_eval(task_file.tasks, factory, config, on_result))
-    _finish(out, summary, task_file)
+    _finish(out, summary, task_file, chosen)
 
 
 @eval_app.command("grade")
@@ -96,9 +116,11 @@ def grade(
     workers: WorkersOpt = 1,
     resume: ResumeOpt = False,
     sandbox: SandboxOpt = None,
+    p2p_skip_ok: P2PSkipOpt = False,
 ) -> None:
     """Grade patches without an agent. A task file is valid when --gold resolves all and --empty none."""
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_grading
+    from leaf_cli.tasks.image import check_image_tasks
 
     if sum([predictions is not None, gold, empty]) != 1:
         raise fail("give exactly one of PREDICTIONS, --gold or --empty")
@@ -109,9 +131,11 @@ def grade(
         patches, name = {t.instance_id: [""] for t in task_file.tasks}, "empty"
     else:
         patches, name = _read_predictions(predictions)
-    config = EvalConfig(out=out, sandbox=make_sandbox(sandbox), model_name=name, base_dir=task_file.base_dir,
-                        workers=workers, resume=resume)
     graded = [t for t in task_file.tasks if gold or empty or t.instance_id in patches]
+    sandbox_name = _sandbox_name(sandbox, None, graded)
+    check_image_tasks(graded, sandbox_name or "")
+    config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=name, base_dir=task_file.base_dir,
+                        workers=workers, resume=resume, p2p_skip_ok=p2p_skip_ok)
     total = sum(max(1, len(patches.get(t.instance_id, []))) for t in graded)
     summary = _with_progress(total, lambda on_result: run_grading(graded, patches, config, on_result))
     _finish(out, summary, task_file)
@@ -147,6 +171,22 @@ def compare(
     for side in ("only_a", "only_b"):
         if diff[side]:
             console.print(f"{len(diff[side])} task(s) only in {'A' if side == 'only_a' else 'B'}: {', '.join(diff[side][:10])}")
+
+
+def _sandbox_name(given: str | None, preset: str | None, tasks: list) -> str | None:
+    """The sandbox: the user's, else the preset's, else docker when any task runs in its image, else the
+    default (bwrap where installed)."""
+    from leaf_cli.tasks.image import is_image_task
+
+    if given:
+        return given
+    if preset:
+        return preset
+    if any(is_image_task(t) for t in tasks):
+        return "docker"
+    import shutil
+
+    return "bwrap" if shutil.which("bwrap") else "subprocess"
 
 
 def _load(path: Path):  # noqa: ANN202 - TaskFile
@@ -210,24 +250,42 @@ def _with_progress(total: int, work: Callable) -> dict:
         return work(on_result)
 
 
-def _finish(out: Path, summary: dict, task_file) -> None:  # noqa: ANN001 - TaskFile
-    """The summary table on stderr, the summary path on stdout."""
+def _finish(out: Path, summary: dict, task_file, preset=None) -> None:  # noqa: ANN001 - TaskFile, Preset
+    """The summary table on stderr (per repository, then the paper's figure and the turn-limit share), the
+    summary path on stdout."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table("repository", "tasks", "attempts", "resolved", "solve rate", title="leaf eval")
-    for repo, row in summary["by_repo"].items():
+    rows = list(summary["by_repo"].items())
+    for repo, row in rows[:MAX_REPO_ROWS]:
         table.add_row(repo, str(row["n_tasks"]), str(row["n_attempts"]), str(row["resolved"]), _pct(row["solve_rate"]))
+    if len(rows) > MAX_REPO_ROWS:
+        table.add_row(f"... {len(rows) - MAX_REPO_ROWS} more", "", "", "", "")
     se = "" if summary["se"] is None else f" ± {100 * summary['se']:.1f}"
     table.add_row("all", str(summary["n_tasks"]), str(summary["n_attempts"]), str(summary["resolved"]),
                   _pct(summary["solve_rate"]) + se, style="bold")
+    report, turns = summary.get("paper_report") or {}, summary.get("turn_limit") or {}
+    if report.get("runs"):
+        run_se = "" if report["se_over_runs"] is None else f" ± {100 * report['se_over_runs']:.1f}"
+        table.add_row(f"mean of {report['runs']} run(s)", str(report["n_tasks"]), "", "",
+                      _pct(report["mean_solve_rate"]) + run_se, style="bold")
+    if preset is not None and preset.paper_solve_rate is not None:
+        table.add_row(f"paper ({preset.name})", "", "", "", f"{preset.paper_solve_rate:.1f}%")
     console = Console(stderr=True)
     console.print(table)
+    if turns.get("episodes"):
+        console.print(f"{turns['turn_limit']} of {turns['episodes']} episode(s) hit the turn limit without "
+                      f"finishing ({_pct(turns['turn_limit_share'])})")
     if summary["infra_failures"]:
         console.print(f"[yellow]{summary['infra_failures']} infrastructure failure(s): {summary['infra_by_kind']}")
     if task_file.errors:
         console.print(f"[yellow]{len(task_file.errors)} malformed task line(s) skipped")
     typer.echo(str(out / "summary.json"))
+
+
+MAX_REPO_ROWS = 20
+"""Repositories listed in the table; Harbor and PatchEval tasks are one repository each."""
 
 
 def _pct(value: float | None) -> str:

@@ -38,7 +38,9 @@ def fix(
     pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
     quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.")] = None,
-    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository.")] = False,
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository (a `leaf chat` too). A new "
+                                 "process has no token cache: its first turn evaluates the whole saved conversation again, "
+                                 "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,
 ) -> None:
     """Fix an issue in the current git repository, then review the change."""
     from leaf_cli.cli import fix_session as session

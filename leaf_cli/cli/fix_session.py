@@ -102,7 +102,11 @@ def _read_task(text: str | None, issue_file: Path | None, gh: str | None, top: P
 
 
 def _continuation(top: Path) -> tuple[Any, str]:
-    """The conversation of the last run in this repository, reloaded from its trajectory."""
+    """The conversation of the last run in this repository, reloaded from its trajectory.
+
+    Only the messages come back, never the saved token log: a token-level engine (llama.cpp) sees
+    `token_log=None` and renders the whole conversation with the model's template once, then appends as usual.
+    """
     from leaf_cli.agent.trajectory import load
     from leaf_cli.llm.messages import Conversation
     from leaf_cli.repo.runs import list_runs
@@ -138,11 +142,11 @@ def execute(plan: Plan) -> Result:
     run.save()
     view = LiveView(console, quiet=settings.quiet, context_limit=getattr(plan.engine, "context_limit", 0) or 0)
     mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
-    confirm = _confirm(console, view, plan.root) if plan.interactive else None
+    confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env),
-                          bash_prefix=_sandbox(settings.sandbox, plan.root))
+                          bash_prefix=sandbox_prefix(settings.sandbox, plan.root))
     traj = run_episode(plan.task, plan.engine, workspace, limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
-                       sampling=_sampling(settings.model), conversation=plan.conversation, on_event=view,
+                       sampling=sampling_for_model(settings.model), conversation=plan.conversation, on_event=view,
                        gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                        run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
     view.pause()
@@ -162,7 +166,8 @@ def execute(plan: Plan) -> Result:
                   trajectory=str(trajectory_path), run_id=run.run_id)
 
 
-def _sampling(spec: str) -> Any:
+def sampling_for_model(spec: str) -> Any:
+    """The model's recommended sampling, or None (the loop's defaults) when it has none."""
     try:
         from leaf_cli.models.resolve import sampling_for
     except ImportError:
@@ -173,7 +178,8 @@ def _sampling(spec: str) -> Any:
         return None
 
 
-def _sandbox(kind: str, root: Path) -> list[str]:
+def sandbox_prefix(kind: str, root: Path) -> list[str]:
+    """The argv Bash commands run under for `--sandbox` (empty for none)."""
     if kind == "bwrap":
         from leaf_cli.agent.permissions import bwrap_prefix
 
@@ -198,8 +204,8 @@ def _switch_to_new_branch(top: Path, branch: str) -> None:
         raise LeafError(f"--branch {branch}: {proc.stderr.decode(errors='replace').strip().splitlines()[-1]}")
 
 
-def _confirm(console: Any, view: Any, root: Path) -> Any:
-    """The permission prompt: pause the spinner, show the preview, ask."""
+def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
+    """The permission prompt: pause the spinner (`view.pause()`), show the preview, ask. Shared with `leaf chat`."""
     from leaf_cli.ui.review import ask_permission
 
     def confirm(call: Any) -> str:
@@ -214,4 +220,5 @@ def _confirm(console: Any, view: Any, root: Path) -> Any:
     return confirm
 
 
-__all__ = ["Plan", "Result", "execute", "make_engine_for", "prepare"]
+__all__ = ["Plan", "Result", "confirm_prompt", "execute", "make_engine_for", "prepare", "sampling_for_model",
+           "sandbox_prefix"]

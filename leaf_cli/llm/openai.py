@@ -143,7 +143,7 @@ class OpenAIEngine:
             except httpx.TransportError as exc:
                 if delivered[0] or attempt >= self.max_retries:
                     raise EngineError(f"cannot reach the model server at {self.base_url}: "
-                                      f"{type(exc).__name__}: {exc or 'connection failed'}") from None
+                                      f"{type(exc).__name__}: {str(exc) or 'connection failed'}") from None
                 retry_after = None
             self._sleep(self._delay(attempt, retry_after))
             attempt += 1

@@ -233,7 +233,8 @@ class TransformersEngine:
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         with torch.no_grad():
-            out = self.model.generate(ids, attention_mask=mask, generation_config=config, past_key_values=cache)
+            reuse = {} if cache is None else {"past_key_values": cache}  # transformers 5 also reads it as `cache`
+            out = self.model.generate(ids, attention_mask=mask, generation_config=config, **reuse)
         return out, 1.0 if greedy else sampling.temperature
 
 

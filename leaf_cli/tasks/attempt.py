@@ -1,4 +1,7 @@
-"""One attempt: a fresh single-commit workspace, the Leaf episode, and the patch without protected paths."""
+"""One attempt: a fresh single-commit workspace, the agent's episode under a harness, and the patch without
+protected paths. Local tasks start from their repository snapshot and run Bash in the host sandbox; image
+tasks (SWE-bench, Pro, Harbor, PatchEval imports) start from their image's workdir and run Bash in a container
+of the image (`image.py`)."""
 
 from __future__ import annotations
 
@@ -7,9 +10,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from leaf_cli.agent import Limits, Trajectory, run_episode
+from leaf_cli.agent.harness import get_harness
 from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.env import Environment
 from leaf_cli.tasks.globs import matcher
+from leaf_cli.tasks.image import ImageSession, image_tree, is_image_task, keeps_tree, workspace_from_tree
 from leaf_cli.tasks.patches import without_paths
 from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
@@ -18,13 +23,19 @@ from leaf_cli.tools import Workspace
 
 
 class AttemptWorkspace(BaseModel):
-    """The attempt's repository (`root`), its start commit and a HOME beside it (outside the diff)."""
+    """The attempt's repository (`root`), its start commit and a HOME beside it (outside the diff).
+    `git_dir` is set when the repository lives outside the tree (Harbor trees are kept exactly)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     root: Path
     home: Path
     start_commit: str
+    git_dir: Path | None = None
+
+    def git_args(self) -> list[str]:
+        """What git needs before its command to find this repository."""
+        return ["--git-dir", str(self.git_dir), "--work-tree", str(self.root)] if self.git_dir else []
 
 
 class AttemptOutcome(BaseModel):
@@ -39,18 +50,22 @@ class AttemptOutcome(BaseModel):
 
 
 def make_attempt_workspace(task: Task, dest: Path, base_dir: Path | None = None) -> AttemptWorkspace:
-    """`dest/repo`: the task's start state as the only commit, hidden paths removed; `dest/home` beside it."""
+    """`dest/repo`: the task's start state as the only commit, hidden paths removed; `dest/home` beside it.
+    An image task's start state is its image's workdir (copied out once, needs Docker)."""
     dest.mkdir(parents=True, exist_ok=True)
+    (dest / "home").mkdir(exist_ok=True)
+    if is_image_task(task):
+        root, start, git_dir = workspace_from_tree(image_tree(task), dest, keep_tree=keeps_tree(task))
+        return AttemptWorkspace(root=root, home=dest / "home", start_commit=start, git_dir=git_dir)
     root = dest / "repo"
     start = single_commit_repo(snapshot(task, base_dir), root, drop=task.hidden_paths)
-    (dest / "home").mkdir(exist_ok=True)
     return AttemptWorkspace(root=root, home=dest / "home", start_commit=start)
 
 
 def workspace_diff(ws: AttemptWorkspace) -> str:
     """Everything changed since the start commit, untracked files included (even if the agent committed)."""
-    git(["add", "-A", "."], ws.root)
-    return git(["diff", "--cached", "--binary", "--no-renames", ws.start_commit], ws.root)
+    git([*ws.git_args(), "add", "-A", "."], ws.root)
+    return git([*ws.git_args(), "diff", "--cached", "--binary", "--no-renames", ws.start_commit], ws.root)
 
 
 def extract_patch(ws: AttemptWorkspace, task: Task) -> tuple[str, str, list[str]]:
@@ -72,13 +87,21 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     return Workspace(root=ws.root, env=variables, bash_prefix=prefix)
 
 
-def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environment, sandbox: Sandbox, *,
+def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environment | None, sandbox: Sandbox, *,
                 limits: Limits | None = None, sampling: Sampling | None = None,
-                trajectory_path: Path | None = None, run_id: str | None = None) -> AttemptOutcome:
-    """Run the Leaf episode on the task's problem statement and take its patch."""
+                trajectory_path: Path | None = None, run_id: str | None = None,
+                harness: str | None = None) -> AttemptOutcome:
+    """Run the episode under `harness` (leaf by default; r2e for the ablation) on the task's problem
+    statement and take its patch. `sandbox` is an `ImageSession` for image tasks (then `env` is None)."""
     limits = limits or Limits(max_seconds=task.timeouts.agent_s)
-    traj = run_episode(task.problem_statement, engine, agent_workspace(ws, env, sandbox), sampling=sampling,
-                       limits=limits, trajectory_path=trajectory_path, run_id=run_id,
-                       patch_fn=lambda: workspace_diff(ws))
+    if isinstance(sandbox, ImageSession):
+        tools_ws = sandbox.workspace_for_tools()
+    elif env is None:
+        raise ValueError(f"{task.instance_id}: a host-sandbox attempt needs the task's environment")
+    else:
+        tools_ws = agent_workspace(ws, env, sandbox)
+    traj = run_episode(task.problem_statement, engine, tools_ws, sampling=sampling, limits=limits,
+                       trajectory_path=trajectory_path, run_id=run_id, patch_fn=lambda: workspace_diff(ws),
+                       **get_harness(harness).episode_kwargs())
     patch, raw, touched = extract_patch(ws, task)
     return AttemptOutcome(patch=patch, raw_patch=raw, protected_touched=touched, trajectory=traj)

@@ -1,7 +1,16 @@
-"""Grade a patch in a fresh copy: apply it, restore protected and hidden files, apply the test patch, run
-F2P and P2P by node id, and decide. Resolved = every F2P passed and every P2P passed or skipped
-(SWE-bench v5: a skipped F2P fails, a skipped P2P is maintained). A run with no evidence that the suite
-ran is an infrastructure failure: labelled, counted, never dropped.
+"""Grade a patch: the one switch between graders, and leaf's own pytest grading.
+
+`grade` picks the grader in one place:
+- a task with a `reward` spec (Harbor / Terminal-Bench 2.0, PatchEval) is graded by its verifier script and
+  the reward it writes (`reward.py`): Harbor in the agent's workspace, PatchEval with the patch;
+- a SWE-bench or SWE-bench Pro import (`eval_type` swebench / swebench_pro) runs the benchmark's own grading
+  script in a fresh container of its image and parses the log with the recorded parser (`image_grading.py`);
+- every other task is graded here: a fresh copy, the patch applied, protected and hidden files restored,
+  the test patch applied, F2P and P2P run by node id through leaf's pytest plugin.
+
+Resolved = every F2P passed and every P2P passed (the issue's rule). `p2p_skip_ok=True` also keeps a skipped
+P2P test, as SWE-bench v5 does (a skipped F2P always fails). A run with no evidence that the suite ran is an
+infrastructure failure: labelled, counted, never dropped.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -17,10 +27,17 @@ from leaf_cli.tasks.env import EnvBuildError, Environment, get_env
 from leaf_cli.tasks.globs import matcher, tree_files
 from leaf_cli.tasks.patches import Applied, apply_patch
 from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.reward import RewardResult, grade_reward, reward_spec
 from leaf_cli.tasks.sandbox import Sandbox, make_sandbox
 from leaf_cli.tasks.source import single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
 from leaf_cli.tasks.testrun import GOOD, TestRun, run_tests
+
+if TYPE_CHECKING:
+    from leaf_cli.tasks.image import ImageSession
+
+IMAGE_GRADERS = ("swebench", "swebench_pro")
+"""`eval_type`s graded by the benchmark's own script inside the task's image."""
 
 
 class GradeResult(BaseModel):
@@ -28,16 +45,21 @@ class GradeResult(BaseModel):
 
     instance_id: str
     resolved: bool
-    patch_applied: Applied
+    patch_applied: str = Field(description="An `Applied` value; `in_workspace` when a Harbor verifier graded the "
+                                           "workspace itself, `by_verifier` when PatchEval's script applied it.")
     apply_log: str = ""
     restored: list[str] = Field(default_factory=list, description="Protected/hidden paths put back.")
     f2p: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS node id -> outcome.")
     p2p: dict[str, str] = Field(default_factory=dict, description="PASS_TO_PASS node id -> outcome.")
     exit_code: int | None = None
-    infra_failure: str | None = Field(None, description="env_build, source, test_patch, no_report, no_tests.")
+    infra_failure: str | None = Field(None, description="env_build, source, test_patch, no_report, no_tests, "
+                                                        "no_reward, bad_reward, timeout, harness.")
     error: str | None = Field(None, description="Why it is unresolved beyond test outcomes.")
     test_seconds: float = 0.0
     sandbox: str = ""
+    grader: str = Field("tests", description="tests, reward, swebench or swebench_pro.")
+    reward: float | None = Field(None, description="The verifier's reward (reward-graded tasks).")
+    log_path: str | None = Field(None, description="The grading log kept for image-graded tasks.")
 
     @property
     def f2p_passed(self) -> int:
@@ -45,14 +67,61 @@ class GradeResult(BaseModel):
 
     @property
     def p2p_passed(self) -> int:
-        return sum(o in GOOD or o == "skipped" for o in self.p2p.values())
+        return sum(o in GOOD for o in self.p2p.values())
+
+    def p2p_kept(self, skip_ok: bool = False) -> int:
+        """P2P tests that still pass (a skipped one counts only with `skip_ok`)."""
+        return sum(o in GOOD or (skip_ok and o == "skipped") for o in self.p2p.values())
+
+    def tests_pass(self, p2p_skip_ok: bool = False) -> bool:
+        """Every F2P passed and every P2P passed (or was skipped, with `p2p_skip_ok`)."""
+        return self.f2p_passed == len(self.f2p) and self.p2p_kept(p2p_skip_ok) == len(self.p2p)
+
+
+def grader_of(task: Task) -> str:
+    """Which grader `grade` uses for `task`: reward, swebench, swebench_pro or tests."""
+    if reward_spec(task) is not None:
+        return "reward"
+    kind = (task.model_extra or {}).get("eval_type")
+    return kind if kind in IMAGE_GRADERS else "tests"
 
 
 def grade(task: Task, patch: str, sandbox: Sandbox | None = None, *, base_dir: Path | None = None,
-          env: Environment | None = None) -> GradeResult:
-    """Grade `patch` (a unified diff against the task's start state) for `task`. Never raises for a bad
-    patch or a broken environment: those come back as an unresolved, labelled result."""
-    sandbox = (sandbox or make_sandbox(None)).for_task(task)
+          env: Environment | None = None, workspace: Path | None = None, session: "ImageSession | None" = None,
+          p2p_skip_ok: bool = False, log_path: Path | None = None) -> GradeResult:
+    """Grade `patch` (a unified diff against the task's start state) for `task`, with the task's grader.
+
+    `workspace` (the agent's tree) and `session` (its live container) are used by Harbor tasks, graded in
+    place; `log_path` keeps the grading log of image-graded tasks. Never raises for a bad patch or a broken
+    environment: those come back as an unresolved, labelled result. A sandbox that cannot run the task at
+    all (no Docker daemon for an image task) raises LeafError."""
+    sandbox = sandbox or make_sandbox(None)
+    kind = grader_of(task)
+    if kind == "reward":
+        return from_reward(task, patch, grade_reward(task, sandbox, workspace=workspace, patch=patch,
+                                                     container=session.name if session else None))
+    if kind in IMAGE_GRADERS:
+        from leaf_cli.tasks.image_grading import grade_in_image
+
+        return grade_in_image(task, patch, sandbox, p2p_skip_ok=p2p_skip_ok, log_path=log_path)
+    return grade_tests(task, patch, sandbox, base_dir=base_dir, env=env, p2p_skip_ok=p2p_skip_ok)
+
+
+def from_reward(task: Task, patch: str, result: RewardResult) -> GradeResult:
+    """A verifier's verdict as a GradeResult (no test lists: the reward decides)."""
+    spec = reward_spec(task)
+    how = "empty" if not patch.strip() and spec.kind == "patcheval" else (
+        "by_verifier" if spec.kind == "patcheval" else "in_workspace")
+    return GradeResult(instance_id=task.instance_id, resolved=result.resolved, patch_applied=how,
+                       exit_code=result.exit_code, infra_failure=result.infra_failure, error=result.error,
+                       test_seconds=result.test_seconds, sandbox=result.sandbox, grader="reward",
+                       reward=result.reward, apply_log=result.output_tail[-2000:])
+
+
+def grade_tests(task: Task, patch: str, sandbox: Sandbox, *, base_dir: Path | None = None,
+                env: Environment | None = None, p2p_skip_ok: bool = False) -> GradeResult:
+    """Leaf's own grading: F2P and P2P by node id in a fresh copy of the start state."""
+    sandbox = sandbox.for_task(task)
     verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied=Applied.EMPTY,
                           sandbox=sandbox.name)
     try:
@@ -78,10 +147,10 @@ def grade(task: Task, patch: str, sandbox: Sandbox | None = None, *, base_dir: P
                 verdict.infra_failure, verdict.error = "test_patch", f"test_patch does not apply: {applied.stderr.strip()[-300:]}"
                 return verdict
         run = run_tests(tree, scratch, task.tests, env, sandbox, task.timeouts.test_s)
-    return decide(task, verdict, run)
+    return decide(task, verdict, run, p2p_skip_ok=p2p_skip_ok)
 
 
-def decide(task: Task, verdict: GradeResult, run: TestRun) -> GradeResult:
+def decide(task: Task, verdict: GradeResult, run: TestRun, *, p2p_skip_ok: bool = False) -> GradeResult:
     """Fill the outcomes and the verdict from a test run."""
     verdict.f2p = {nid: run.outcomes[nid] for nid in task.FAIL_TO_PASS}
     verdict.p2p = {nid: run.outcomes[nid] for nid in task.PASS_TO_PASS}
@@ -97,7 +166,7 @@ def decide(task: Task, verdict: GradeResult, run: TestRun) -> GradeResult:
     elif run.selected == 0:
         verdict.infra_failure = "no_tests"
         verdict.error = "none of the task's node ids was collected"
-    all_good = verdict.f2p_passed == len(verdict.f2p) and verdict.p2p_passed == len(verdict.p2p)
+    all_good = verdict.tests_pass(p2p_skip_ok)
     if all_good and verdict.error is None and run.exit_code not in (0, None):
         verdict.error = f"every test passed but pytest exited {run.exit_code}"  # v5's exit-code cross-check
     verdict.resolved = all_good and verdict.error is None and verdict.infra_failure is None

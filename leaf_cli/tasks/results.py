@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from leaf_cli.agent.harness import turn_limit_summary
+from leaf_cli.tasks.presets import paper_report
 from leaf_cli.tasks.stats import summarize
 
 
@@ -38,6 +40,10 @@ class AttemptResult(BaseModel):
     grade_s: float = 0.0
     traj_path: str | None = None
     sandbox: str = ""
+    grader: str = "tests"
+    reward: float | None = None
+    log_path: str | None = None
+    harness: str = "leaf"
 
     @property
     def key(self) -> tuple[str, int]:
@@ -107,7 +113,9 @@ class RunDir:
 
 
 def summary_of(results: list[AttemptResult]) -> dict:
-    """Per-task counts, then `stats.summarize`. Infra failures count as unresolved attempts."""
+    """Per-task counts, then `stats.summarize`. Infra failures count as unresolved attempts. Beside them:
+    `turn_limit` (episodes that ran out of turns) and `paper_report` (each run's solve rate, their mean and its
+    standard error over runs: the figure the paper reports)."""
     counts: dict[str, tuple[int, int]] = {}
     repos: dict[str, str] = {}
     for r in results:
@@ -117,6 +125,8 @@ def summary_of(results: list[AttemptResult]) -> dict:
     summary = summarize(counts, repos, infra_failures=sum(r.infra_failure is not None for r in results))
     summary["infra_by_kind"] = _tally(r.infra_failure for r in results if r.infra_failure)
     summary["patch_applied"] = _tally(r.patch_applied for r in results)
+    summary["turn_limit"] = turn_limit_summary(results)
+    summary["paper_report"] = paper_report(results)
     return summary
 
 

@@ -68,9 +68,12 @@ def reward_spec(task: Task) -> RewardSpec | None:
     return RewardSpec.model_validate(raw) if raw is not None else None
 
 
-def grade_reward(task: Task, sandbox: Sandbox, *, workspace: Path | None = None, patch: str = "") -> RewardResult:
-    """Run the task's verifier. Harbor grades `workspace` in place; PatchEval grades `patch` in a fresh
-    container. Raises LeafError when the sandbox cannot run this task (no Docker daemon, no image)."""
+def grade_reward(task: Task, sandbox: Sandbox, *, workspace: Path | None = None, patch: str = "",
+                 container: str | None = None) -> RewardResult:
+    """Run the task's verifier. Harbor grades `workspace` in place: inside `container` (the agent's live
+    container, as Harbor runs tests/test.sh after the agent) when given, else in a fresh container of the image
+    with the workspace mounted; PatchEval grades `patch` in a fresh container. Raises LeafError when the
+    sandbox cannot run this task (no Docker daemon, no image)."""
     spec = reward_spec(task)
     if spec is None:
         raise LeafError(f"{task.instance_id} has no reward spec; it is graded by its test lists")
@@ -80,7 +83,9 @@ def grade_reward(task: Task, sandbox: Sandbox, *, workspace: Path | None = None,
         scratch = Path(tmp)
         (scratch / "logs" / "verifier").mkdir(parents=True)
         (scratch / "home").mkdir()
-        if sandbox.name == "docker":
+        if container is not None and spec.kind == "harbor":
+            run = _run_in_container(spec, container, scratch)
+        elif sandbox.name == "docker":
             run = _run_docker(task, spec, sandbox, scratch, workspace, patch)
         else:
             run = _run_host(task, spec, sandbox, scratch, workspace)
@@ -121,6 +126,25 @@ def _run_docker(task: Task, spec: RewardSpec, sandbox: Sandbox, scratch: Path, w
         argv += ["-e", f"{key}={value}"]
     argv += ["-w", spec.workdir, str(image), "bash", "-c", spec.command]
     return run_process(argv, cwd=scratch, timeout=spec.timeout_s + 60, env=dict(os.environ))
+
+
+def _run_in_container(spec: RewardSpec, container: str, scratch: Path) -> RunResult:
+    """Harbor's order: copy tests/ into the agent's container, run the verifier there, copy the reward out."""
+    env = dict(os.environ)
+    steps = [["docker", "exec", container, "mkdir", "-p", spec.logs_dir, spec.container_tests_dir]]
+    if spec.tests_dir:
+        steps.append(["docker", "cp", f"{spec.tests_dir}/.", f"{container}:{spec.container_tests_dir}"])
+    for argv in steps:
+        done = run_process(argv, cwd=scratch, timeout=300, env=env)
+        if not done.ok:
+            raise LeafError(f"cannot set up the verifier in container {container}: {done.stderr.strip()[-300:]}")
+    argv = ["docker", "exec", "-w", spec.workdir]
+    for key, value in spec.env.items():
+        argv += ["-e", f"{key}={value}"]
+    run = run_process([*argv, container, "bash", "-c", spec.command], cwd=scratch, timeout=spec.timeout_s, env=env)
+    run_process(["docker", "cp", f"{container}:{spec.logs_dir}/.", str(scratch / "logs" / "verifier")],
+                cwd=scratch, timeout=300, env=env)  # nothing to copy = no reward, which decide() reports
+    return run
 
 
 def decide(task: Task, spec: RewardSpec, run: RunResult, logs: Path, sandbox_name: str) -> RewardResult:

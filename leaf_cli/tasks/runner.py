@@ -1,5 +1,10 @@
 """The eval runner: attempts (agent + grading) or plain grading over many tasks, K workers in parallel.
 
+Image tasks (SWE-bench, Pro, Harbor, PatchEval imports) need the docker sandbox and a Docker daemon: a run
+that has them checks both before any attempt starts and stops with one line naming what is missing, never
+recording such tasks as unresolved. Their agent works in a container of the image (`image.ImageSession`);
+a Harbor task is graded in that same container before it goes, the others from the patch afterwards.
+
 Workers are threads: an attempt spends its time in subprocesses (git, pytest, the agent's Bash) and in
 the engine (llama.cpp and HTTP release the GIL), the environment cache and its locks are shared in one
 process, and engine factories (closures over a model spec) need no pickling. Results are written by the
@@ -22,7 +27,8 @@ from leaf_cli.errors import LeafError
 from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.attempt import make_attempt_workspace, run_attempt
 from leaf_cli.tasks.env import EnvBuildError, get_env
-from leaf_cli.tasks.grading import GradeResult, grade
+from leaf_cli.tasks.grading import GradeResult, grade, grader_of
+from leaf_cli.tasks.image import ImageSession, check_image_tasks, is_image_task
 from leaf_cli.tasks.results import AttemptResult, Prediction, RunDir
 from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.task import Task
@@ -44,11 +50,18 @@ class EvalConfig:
     limits: Limits | None = None
     sampling: Sampling | None = None
     run_id: str = ""
+    harness: str = "leaf"
+    """The tool profile (`leaf_cli.agent.harness`): leaf, or r2e for the harness ablation."""
+    p2p_skip_ok: bool = False
+    """Count a skipped PASS_TO_PASS test as kept (SWE-bench v5's rule); by default it fails the attempt."""
+    preset: str | None = None
+    """The preset the settings came from (recorded in summary.json)."""
 
 
 def run_eval(tasks: list[Task], engine_factory: Callable[[], Engine], config: EvalConfig,
              on_result: OnResult | None = None) -> dict:
     """Run `config.attempts` agent attempts per task and grade each; returns summary.json's content."""
+    check_image_tasks(tasks, config.sandbox.name)
     run_id = config.run_id or uuid.uuid4().hex[:8]
     jobs = [(task, a) for task in tasks for a in range(config.attempts)]
 
@@ -68,12 +81,13 @@ def run_grading(tasks: list[Task], patches: Mapping[str, list[str]], config: Eva
                 on_result: OnResult | None = None) -> dict:
     """Grade given patches (predictions, gold or empty) without an agent: `patches[instance_id][attempt]`.
     A task without a patch is graded with the empty patch (attempt 0)."""
+    check_image_tasks(tasks, config.sandbox.name)
     jobs = [(task, a) for task in tasks for a in range(max(1, len(patches.get(task.instance_id, []))))]
 
     def work(task: Task, attempt: int) -> tuple[AttemptResult, Prediction | None]:
         began = time.monotonic()
         mine = patches.get(task.instance_id, [])
-        verdict = _safe_grade(task, mine[attempt] if attempt < len(mine) else "", config)
+        verdict = _safe_grade(task, mine[attempt] if attempt < len(mine) else "", config, attempt=attempt)
         result = _result(task, attempt, config, verdict, began)
         return result.model_copy(update={"grade_s": result.wall_s}), None
 
@@ -105,26 +119,39 @@ def _run_jobs(jobs: list[tuple[Task, int]], work: Callable[[Task, int], tuple[At
             for f in futures:
                 f.cancel()
             raise
-    return run_dir.write_summary({"model": config.model_name, "sandbox": config.sandbox.name})
+    return run_dir.write_summary({"model": config.model_name, "sandbox": config.sandbox.name,
+                                  "harness": config.harness, "preset": config.preset, "p2p_skip_ok": config.p2p_skip_ok})
 
 
 def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], config: EvalConfig,
              run_id: str) -> tuple[AttemptResult, Prediction | None]:
     began = time.monotonic()
-    try:
-        env = get_env(task, config.base_dir)
-    except EnvBuildError as exc:
-        verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                              infra_failure="env_build", error=str(exc))
-        return _result(task, attempt, config, verdict, began), None
-    sandbox = config.sandbox.for_task(task)
+    env = None
+    if not is_image_task(task):
+        try:
+            env = get_env(task, config.base_dir)
+        except EnvBuildError as exc:
+            verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
+                                  infra_failure="env_build", error=str(exc), grader=grader_of(task))
+            return _result(task, attempt, config, verdict, began), None
     traj_path = config.out / "trajectories" / f"{_safe(task.instance_id)}__{attempt}.jsonl"
+    verdict = None
     with tempfile.TemporaryDirectory(prefix="leaf-attempt-") as tmp:
         ws = make_attempt_workspace(task, Path(tmp), config.base_dir)
-        outcome = run_attempt(task, engine_factory(), ws, env, sandbox, limits=config.limits,
-                              sampling=config.sampling, trajectory_path=traj_path, run_id=f"{run_id}-{attempt}")
-    agent_s = time.monotonic() - began
-    verdict = _safe_grade(task, outcome.patch, config, env=env)
+        kwargs = dict(limits=config.limits, sampling=config.sampling, trajectory_path=traj_path,
+                      run_id=f"{run_id}-{attempt}", harness=config.harness)
+        if is_image_task(task):
+            with ImageSession(task, ws.root) as session:
+                outcome = run_attempt(task, engine_factory(), ws, None, session, **kwargs)
+                agent_s = time.monotonic() - began
+                if grader_of(task) == "reward":  # Harbor grades the agent's own container, before it goes
+                    verdict = _safe_grade(task, outcome.patch, config, attempt=attempt, workspace=ws.root,
+                                          session=session)
+        else:
+            outcome = run_attempt(task, engine_factory(), ws, env, config.sandbox.for_task(task), **kwargs)
+            agent_s = time.monotonic() - began
+    if verdict is None:
+        verdict = _safe_grade(task, outcome.patch, config, env=env, attempt=attempt)
     traj = outcome.trajectory
     usage = traj.usage()
     result = _result(task, attempt, config, verdict, began).model_copy(update={
@@ -138,20 +165,24 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
     return result, prediction
 
 
-def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None) -> GradeResult:  # noqa: ANN001
-    """Grade; an unexpected harness error becomes a labelled infra failure instead of killing the run."""
+def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None, *, attempt: int = 0,  # noqa: ANN001
+                workspace: Path | None = None, session: ImageSession | None = None) -> GradeResult:
+    """Grade with the task's grader; an unexpected harness error becomes a labelled infra failure instead of
+    killing the run."""
+    log_path = config.out / "logs" / f"{_safe(task.instance_id)}__{attempt}.log"
     try:
-        return grade(task, patch, config.sandbox, base_dir=config.base_dir, env=env)
+        return grade(task, patch, config.sandbox, base_dir=config.base_dir, env=env, workspace=workspace,
+                     session=session, p2p_skip_ok=config.p2p_skip_ok, log_path=log_path)
     except (LeafError, OSError) as exc:
         return GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                           infra_failure="harness", error=f"{type(exc).__name__}: {exc}")
+                           infra_failure="harness", error=f"{type(exc).__name__}: {exc}", grader=grader_of(task))
 
 
 def _result(task: Task, attempt: int, config: EvalConfig, verdict: GradeResult, began: float) -> AttemptResult:
     data = verdict.model_dump(include={"resolved", "patch_applied", "restored", "f2p", "p2p", "exit_code",
-                                       "infra_failure", "error", "sandbox"}, mode="json")
-    return AttemptResult(instance_id=task.instance_id, attempt=attempt, repo=task.repo, model=config.model_name,
-                         wall_s=round(time.monotonic() - began, 3), **data)
+                                       "infra_failure", "error", "sandbox", "grader", "reward", "log_path"}, mode="json")
+    return AttemptResult(instance_id=task.instance_id, attempt=attempt, repo=task.repo or task.instance_id,
+                         model=config.model_name, harness=config.harness, wall_s=round(time.monotonic() - began, 3), **data)
 
 
 def _safe(name: str) -> str:

@@ -4,7 +4,8 @@ Matching follows Python's `glob(recursive=True)`, which the harness used: `**` s
 `*`, `?` and `[...]` stay inside one name, and a wildcard never matches a name starting with `.` (spell
 the dot to reach hidden files). Unlike it, the walk never lists `.git/`, never follows a symlinked folder
 (no cycles, no way out of the workdir), and lists a symlinked file only when it points inside the workdir.
-It walks with `os.scandir` and prunes folders the pattern cannot reach.
+It walks with `os.scandir` and prunes folders the pattern cannot reach; folder listings are kept in the
+workspace for the rest of the episode and reused while a stat says the folder is unchanged (listing.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pydantic import Field
 
@@ -43,17 +45,16 @@ def run_glob(args: GlobArgs, workspace: Workspace) -> str:
         return "No files matched."
     if not rest:  # no wildcard: the pattern names one file
         found = [workspace.display(start)] if start.is_file() and not args.pattern.endswith("/") else []
-    else:
-        found = _walk(start, _Pattern.compile(rest), workspace.root)
-    return _listing(found)
+        return _listing(found, len(found))
+    return _listing(*_walk(start, _Pattern.compile(rest), workspace))
 
 
-def _listing(paths: list[str]) -> str:
+def _listing(paths: list[str], total: int) -> str:
+    """`paths` (the sorted head of the matches), then how many more matched."""
     if not paths:
         return "No files matched."
-    paths.sort()
-    more = len(paths) - GLOB_LIMIT
-    return "\n".join(paths[:GLOB_LIMIT]) + (f"\n... {more} more files" if more > 0 else "")
+    more = total - len(paths)
+    return "\n".join(paths) + (f"\n... {more} more files" if more > 0 else "")
 
 
 def _split(pattern: str) -> tuple[list[str], list[str]]:
@@ -92,6 +93,11 @@ class _Pattern:
         star = parts.index("**") if "**" in parts else len(parts)
         return cls(parts, regexes, re.compile(full), star, any(p.startswith(".") for p in parts))
 
+    def only_name_decides(self) -> bool:
+        """True when every component before the last is `**` and no dot is spelled (so no hidden folder is
+        entered): then any file the walk reaches matches exactly when its name matches the last component."""
+        return all(p == "**" for p in self.parts[:-1]) and not self.dots
+
     def enters(self, name: str, index: int) -> bool:
         """Whether a folder called `name`, at component `index`, can hold a match."""
         if index >= self.first_star:
@@ -122,36 +128,98 @@ def _component(part: str) -> str:
     return ("" if part.startswith(".") else r"(?!\.)") + "".join(out)
 
 
-def _walk(start: Path, pattern: _Pattern, root: Path) -> list[str]:
-    """Paths (relative to `root`) of the files under `start` that match, found with an explicit stack."""
+def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[str], int]:
+    """The first GLOB_LIMIT matching files under `start` in sorted order (relative to the root), and how many
+    match in all.
+
+    Folder listings come from the workspace's cache (a stat per folder when nothing changed). Matches are
+    kept per folder and only counted; the paths to show are then built by a walk in sorted order that stops
+    at the limit, so the 100,000-path sort and string building a whole-tree glob would need never happen.
+    """
+    root = workspace.root
     base = "" if start == root else str(start.relative_to(root)) + "/"
-    last = pattern.part_res[-1]
+    select = _name_selector(pattern)
+    # With only `**` before the last component, pruning already applies the folder rule: the name decides.
+    full_match = None if pattern.only_name_decides() else pattern.full.fullmatch
+    enters, listings = pattern.enters, workspace.listings
     root_prefix = str(root) + os.sep
-    found: list[str] = []
-    stack = [(str(start), "", 0)]
+    hits: dict[str, list[str]] = {}  # folder (relative to start, ending in `/` or empty) -> matching names
+    subdirs: dict[str, list[str]] = {}  # folder -> the sub-folders the pattern entered
+    total = 0
+    stack = [(str(start).rstrip("/") + "/", "", 0)]
     while stack:
         folder, rel, depth = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
+        listing = listings.get(folder)
+        if listing is None:
             continue  # unreadable or vanished folder: skip it, as glob does
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name == ".git":
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if pattern.enters(name, depth):
-                        stack.append((entry.path, rel + name + "/", depth + 1))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    if not entry.is_symlink():
-                        continue  # sockets, pipes, devices
-                    real = os.path.realpath(entry.path)
-                    if not real.startswith(root_prefix) or not os.path.isfile(real):
-                        continue  # a link out of the workdir, or to a folder: never followed
-                if (last is None or last.fullmatch(name)) and pattern.full.fullmatch(rel + name):
-                    found.append(base + rel + name)
+        entered = [name for name in listing.dirs if enters(name, depth)]
+        for name in entered:
+            stack.append((folder + name + "/", rel + name + "/", depth + 1))
+        names = select(listing.files, listing.hidden)
+        if listing.links:
+            names = names + _links(select, folder, listing.links, root_prefix)
+        if full_match is not None and names:
+            names = [name for name in names if full_match(rel + name)]
+        subdirs[rel] = entered
+        if names:
+            hits[rel] = names
+            total += len(names)
+    if total <= GLOB_LIMIT:
+        found = [base + rel + name for rel, names in hits.items() for name in names]
+        found.sort()
+        return found, total
+    return _first_in_order(hits, subdirs, base), total
+
+
+def _name_selector(pattern: _Pattern) -> Callable[[list[str], list[str]], list[str]]:
+    """(visible names, dot names) -> those matching the pattern's last component, tested as cheaply as the
+    component allows: no test for `*`, str.endswith for `*.py`, its regex otherwise. A component without a
+    spelled leading dot never matches a dot name, and one with it never matches any other name."""
+    last = pattern.parts[-1]
+    if last.startswith("."):
+        regex = re.compile(_component(last)).fullmatch
+        return lambda visible, hidden: list(filter(regex, hidden))
+    if last in ("*", "**"):
+        return lambda visible, hidden: visible
+    if last.startswith("*") and not _MAGIC.search(last[1:]):
+        suffix = last[1:]
+        return lambda visible, hidden: [name for name in visible if name.endswith(suffix)]
+    regex = re.compile(_component(last)).fullmatch
+    return lambda visible, hidden: list(filter(regex, visible))
+
+
+def _links(select: Callable[[list[str], list[str]], list[str]], folder: str, links: list[str], root_prefix: str) -> list[str]:
+    """The symlinks in `folder` whose names match and which point to a file inside the workdir."""
+    names = select([n for n in links if n[0] != "."], [n for n in links if n[0] == "."])
+    return [name for name in names if _inside_file(folder + name, root_prefix)]
+
+
+def _inside_file(path: str, root_prefix: str) -> bool:
+    """Whether a symlink points to a file inside the workdir (resolved on every Glob: targets change)."""
+    real = os.path.realpath(path)
+    return real.startswith(root_prefix) and os.path.isfile(real)
+
+
+def _first_in_order(hits: dict[str, list[str]], subdirs: dict[str, list[str]], base: str) -> list[str]:
+    """The first GLOB_LIMIT paths in sorted order, by a depth-first walk over each folder's sorted entries.
+
+    Sorting a folder's file names together with its sub-folder names plus `/` orders the walk exactly as the
+    full paths sort: every path below a folder starts with `name/`, and no other entry's name contains `/`.
+    """
+    found: list[str] = []
+    stack = [("", iter(sorted(hits.get("", []) + [d for d in subdirs.get("", [])])))]
+    while stack:
+        rel, keys = stack[-1]
+        for key in keys:
+            if key[-1] == "/":
+                sub = rel + key
+                stack.append((sub, iter(sorted(hits.get(sub, []) + [d for d in subdirs.get(sub, [])]))))
+                break
+            found.append(base + rel + key)
+            if len(found) == GLOB_LIMIT:
+                return found
+        else:
+            stack.pop()
     return found
 
 

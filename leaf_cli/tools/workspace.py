@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from leaf_cli.tools.listing import Listings
+
+_O_PATH = getattr(os, "O_PATH", None)  # Linux: a handle on a path that opens nothing (no device side effects)
+_proc = {"works": _O_PATH is not None}  # set False once /proc/self/fd turns out to be missing (no /proc mounted)
 
 
 class OutsideWorkspaceError(PermissionError):
@@ -17,32 +23,84 @@ class Workspace:
 
     `env` is the environment Bash commands get (None: leaf's own, scrubbed by the caller if it wants);
     `bash_prefix` wraps each command (for example a bubblewrap argv) and is empty for a plain subprocess.
+    `listings` holds the folder listings Glob reuses for the rest of the episode (checked on every use).
     """
 
     root: Path
     env: dict[str, str] | None = None
     bash_prefix: list[str] = field(default_factory=list)
     bash_default_timeout: float = 120.0
+    listings: Listings = field(default_factory=Listings, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
+        # String forms: the path checks below run for every Read, and pathlib's parsing cost more than the I/O.
+        self._root_text = str(self.root)
+        self._prefix = self._root_text.rstrip("/") + "/"
 
     def resolve(self, path: str) -> Path:
         """The real path for `path` (relative to the root, or absolute), refused when it leaves the root."""
         if not path or not path.strip():
             raise ValueError("file_path is empty")
-        candidate = Path(os.path.expanduser(path))
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
-        real = Path(os.path.realpath(candidate))
-        if real != self.root and self.root not in real.parents:
+        text = os.path.expanduser(path)
+        candidate = text if text.startswith("/") else self._prefix + text
+        if "//" in candidate or "/./" in candidate or candidate.endswith(("/", "/.")):
+            candidate = str(Path(candidate))  # rare spellings: pathlib normalises them, as it always did
+        real = self._kernel_path(candidate) or self._plain_inside(candidate) or os.path.realpath(candidate)
+        if real != self._root_text and not real.startswith(self._prefix):
             raise OutsideWorkspaceError(f"{path} is outside the working directory {self.root}")
+        return Path(real)
+
+    def _kernel_path(self, path: str) -> str | None:
+        """The real path of an existing `path` under the root, as the kernel resolved it, else None.
+
+        Three syscalls whatever the depth (an O_PATH open, a readlink of its /proc fd, a close), where the
+        lstat walk below needs one per component. O_PATH opens nothing, so a device is never touched.
+        """
+        if not _proc["works"] or ".." in path:  # `..` stays with realpath, which the refusals were written for
+            return None
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None  # missing, a loop, no permission: the slower paths decide, as before
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            _proc["works"] = False
+            return None
+        finally:
+            os.close(fd)
+        if not real.startswith(self._prefix) or real.endswith(" (deleted)"):
+            return None  # outside (the slow path words the refusal), or removed while we looked
         return real
+
+    def _plain_inside(self, path: str) -> str | None:
+        """`path` itself when it lies under the root with no `.`, `..` or symlink below the root, else None.
+
+        The root is already resolved, so only the components below it need an lstat; realpath would lstat
+        every component from `/` on each call. Used for paths that do not exist yet (files Write creates).
+        """
+        prefix = self._prefix
+        if not path.startswith(prefix):
+            return None
+        parts = path[len(prefix):].split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return None
+        current = prefix[:-1]
+        for part in parts:
+            current += "/" + part
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return None
+            except FileNotFoundError:
+                break  # nothing below a missing component exists, so nothing below it is a symlink
+            except NotADirectoryError:
+                return None
+        return path
 
     def display(self, path: Path) -> str:
         """How a path is shown to the model: relative to the workdir when inside it."""
-        try:
-            rel = path.relative_to(self.root)
-        except ValueError:
-            return str(path)
-        return str(rel) if str(rel) != "." else "."
+        text = str(path)
+        if text == self._root_text:
+            return "."
+        return text[len(self._prefix):] if text.startswith(self._prefix) else text

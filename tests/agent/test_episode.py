@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -127,9 +128,14 @@ def test_interrupt_kills_the_running_tool_and_saves_the_trajectory(git_repo: Pat
     script = f"(sleep 3; touch {marker}) & sleep 30"
     previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     signal.setitimer(signal.ITIMER_REAL, 0.5)
+    # A clean HOME: killing `bash -l` while it runs the developer's profile can leave pyenv's rehash lock behind.
+    home = tmp_path / "home"
+    home.mkdir()
+    workspace = Workspace(git_repo, env={**os.environ, "HOME": str(home)})
     try:
         began = time.monotonic()
-        traj = episode(git_repo, [{"tool_calls": [call("Bash", command=script)]}], trajectory_path=tmp_path / "t.jsonl")
+        traj = run_episode("task", ReplayEngine([{"tool_calls": [call("Bash", command=script)]}]), workspace,
+                           trajectory_path=tmp_path / "t.jsonl")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

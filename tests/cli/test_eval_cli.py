@@ -159,3 +159,82 @@ def test_tasks_export_harbor(app, toolz_tasks, tmp_path: Path) -> None:
     assert "/logs/verifier/reward.txt" in (folder / "tests" / "test.sh").read_text()
     assert "test_drop_many" in (folder / "tests" / "test.patch").read_text()
     assert "allow_internet = false" in (folder / "task.toml").read_text()
+
+
+def _swebench_file(tmp_path: Path) -> Path:
+    from leaf_cli.tasks import dump_tasks
+    from leaf_cli.tasks.importers import import_swebench_rows
+    from tests.tasks.importers.test_swebench import verified_row
+
+    path = tmp_path / "verified.jsonl"
+    dump_tasks(import_swebench_rows([verified_row()], dataset="verified"), path)
+    return path
+
+
+def test_image_tasks_without_docker_stop_at_once(app, tmp_path: Path) -> None:
+    """A SWE-bench import under the paper's preset: no Docker daemon here, so one line says so and nothing
+    runs (no attempt is recorded as unresolved)."""
+    from leaf_cli.tasks.image import docker_problem
+
+    tasks = _swebench_file(tmp_path)
+    script = _script(tmp_path / "s.jsonl", [{"content": "done"}])
+    bwrap = CliRunner().invoke(app, ["eval", "run", str(tasks), "--model", f"replay:{script}", "--out",
+                                     str(tmp_path / "b"), "--sandbox", "bwrap"])
+    assert bwrap.exit_code == 2 and "run them with --sandbox docker" in bwrap.output
+    if docker_problem() is None:
+        pytest.skip("a Docker daemon answers here; the no-daemon message cannot be shown")
+    for command in (["run", str(tasks), "--model", f"replay:{script}", "--preset", "swebench-verified"],
+                    ["grade", "--gold", "--tasks", str(tasks)]):
+        result = CliRunner().invoke(app, ["eval", *command, "--out", str(tmp_path / "o")])
+        assert result.exit_code == 2, result.output
+        assert "1 task(s) run inside their Docker images (e.g. django__django-11099" in result.output
+        assert "Docker daemon" in result.output and "nothing was run" in result.output
+        assert not (tmp_path / "o").exists()
+
+
+def _r2e_fix_turns() -> list[dict]:
+    edit = {"name": "file_editor", "arguments": {"command": "str_replace", "path": "toolz/itertoolz.py",
+                                                 "old_str": SECOND_BUG, "new_str": SECOND_OK}}
+    return [{"content": "", "tool_calls": [edit]},
+            {"content": "", "tool_calls": [{"name": "finish", "arguments": {"command": "submit", "result": "fixed"}}]}]
+
+
+def test_preset_and_r2e_harness(app, toolz_tasks, tmp_path: Path) -> None:
+    """The preset's three attempts and limits with the R2E tool profile; the explicit --sandbox wins over the
+    preset's docker. summary.json carries the paper's figure (mean over runs, its SE) and the turn-limit share."""
+    tasks = _second_only(toolz_tasks, tmp_path)
+    script = _script(tmp_path / "r2e.jsonl", _r2e_fix_turns())
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "run", str(tasks), "--model", f"replay:{script}", "--out", str(out),
+                                      "--preset", "swebench-verified", "--harness", "r2e", "--sandbox", "subprocess"])
+    assert result.exit_code == 0, result.output
+    rows = _results(out)
+    assert sorted(r["attempt"] for r in rows) == [0, 1, 2]
+    assert all(r["resolved"] and r["harness"] == "r2e" and r["exit_reason"] == "final_answer" for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["preset"] == "swebench-verified" and summary["harness"] == "r2e" and summary["sandbox"] == "subprocess"
+    assert summary["paper_report"] == {"runs": 3, "n_tasks": 1, "run_solve_rates": {"0": 1.0, "1": 1.0, "2": 1.0},
+                                       "mean_solve_rate": 1.0, "se_over_runs": 0.0}
+    assert summary["turn_limit"] == {"episodes": 3, "turn_limit": 0, "turn_limit_share": 0.0}
+    assert "mean of 3 run(s)" in result.output and "paper (swebench-verified)" in result.output
+    traj = [json.loads(line) for line in Path(rows[0]["traj_path"]).read_text().splitlines()]
+    assert any("file_editor" in json.dumps(record) for record in traj)
+
+
+def test_turn_limit_share_in_the_summary(app, toolz_tasks, tmp_path: Path) -> None:
+    """Under r2e a model that never calls finish runs to the turn limit; the table and summary say how often."""
+    tasks = _second_only(toolz_tasks, tmp_path)
+    view = {"name": "file_editor", "arguments": {"command": "view", "path": "toolz/itertoolz.py", "view_range": [1, 5]}}
+    script = _script(tmp_path / "wander.jsonl", [{"content": "", "tool_calls": [view]}, {"content": "thinking"}])
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "run", str(tasks), "--model", f"replay:{script}", "--out", str(out),
+                                      "--harness", "r2e", "--max-turns", "1", "--sandbox", "subprocess"])
+    assert result.exit_code == 0, result.output
+    (row,) = _results(out)
+    assert row["exit_reason"] == "max_turns" and not row["resolved"]
+    assert json.loads((out / "summary.json").read_text())["turn_limit"] == \
+        {"episodes": 1, "turn_limit": 1, "turn_limit_share": 1.0}
+    assert "hit the turn limit" in result.output
+    bad = CliRunner().invoke(app, ["eval", "run", str(tasks), "--model", f"replay:{script}", "--out", str(tmp_path / "x"),
+                                   "--harness", "swe-agent"])
+    assert bad.exit_code == 2 and "choose one of: leaf, r2e" in bad.output

@@ -32,7 +32,10 @@ def test_installed_wheel_finds_the_shipped_manifests(tmp_path: Path) -> None:
     wheel = next((tmp_path / "dist").glob("leaf_agent-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for model in ("frognano-4b", "qwen3.5-4b", "smollm2-135m"):
-        assert f"leaf_cli/models/manifests/{model}.toml" in names and f"leaf_cli/models/manifests/{model}.md" in names
+        assert f"leaf_cli/models/manifests/{model}.toml" in names
+        assert f"leaf_cli/models/manifests/{model}.md" in names, \
+            'pyproject.toml: [tool.setuptools.package-data] leaf_cli needs "models/manifests/*.md"'
+
     # "Install" it: unpack into a folder and import leaf from there only. -S keeps the editable install's
     # .pth finder out; site-packages stays on the path (after the wheel) for pydantic and friends.
     site = tmp_path / "site"

@@ -13,6 +13,8 @@ from leaf_cli.tasks.sandbox import SubprocessSandbox
 
 from .conftest import SECOND_BUG, SECOND_OK, TAKE_BUG, TESTS
 
+P2P_SKIP = f"{TESTS}::test_remove"
+
 
 def _task(tasks: list[Task], name: str) -> Task:
     return next(t for t in tasks if t.instance_id.endswith("." + name))
@@ -110,3 +112,20 @@ def _snapshot_text(task: Task, base: Path, rel: str) -> str:
     from leaf_cli.tasks import snapshot
 
     return (snapshot(task, base) / rel).read_text()
+
+
+def test_skipped_p2p_fails_unless_p2p_skip_ok(graded) -> None:
+    """The issue's rule is strict (every P2P passed); `p2p_skip_ok` gives SWE-bench v5's (skipped P2P kept).
+    A real run: the P2P test is skipped by a test_patch marker, the F2P fixed by the gold patch."""
+    base, tasks, sandbox = graded
+    task = _task(tasks, "second")
+    skipped = P2P_SKIP
+    tests = _snapshot_text(task, base, TESTS)
+    assert "def test_remove():" in tests
+    task = task.model_copy(update={"test_patch": _edit_patch(tests, tests.replace(
+        "def test_remove():", "@__import__('pytest').mark.skip('flaky upstream')\ndef test_remove():"), TESTS)})
+    strict = grade(task, task.patch, sandbox, base_dir=base)
+    assert strict.p2p[skipped] == "skipped" and strict.f2p_passed == 1
+    assert not strict.resolved and strict.infra_failure is None
+    lenient = grade(task, task.patch, sandbox, base_dir=base, p2p_skip_ok=True)
+    assert lenient.resolved and lenient.p2p[skipped] == "skipped"

@@ -134,7 +134,7 @@ class _CountingFile(io.FileIO):
 def test_limit_streams_instead_of_reading_the_whole_file(call, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     big = ws.root / "huge.log"
     with open(big, "wb") as f:
-        f.write(b"".join(b"entry %d\n" % i for i in range(100)))
+        f.write(b"".join(b"entry %d\n" % i for i in range(10_000)))  # text well past the 8 KB sniff
         f.truncate(1 << 30)  # a sparse 1 GB file
     monkeypatch.setattr(read_mod, "open", lambda p, mode: io.BufferedReader(_CountingFile(p, "r")), raising=False)
     assert call("Read", file_path="huge.log", offset=3, limit=2) == "huge.log\n3. entry 2\n4. entry 3"

@@ -34,7 +34,7 @@ def test_overwrite_keeps_mode(call, ws: Workspace) -> None:
 
 def test_crlf_bom_and_latin1_files_keep_their_form(call, ws: Workspace) -> None:
     (ws.root / "w.bat").write_bytes(b"@echo off\r\nset A=1\r\n")
-    assert call("Write", file_path="w.bat", content="@echo on\nset A=2\n") == "Wrote w.bat (20 bytes)."
+    assert call("Write", file_path="w.bat", content="@echo on\nset A=2\n") == "Wrote w.bat (19 bytes)."
     assert (ws.root / "w.bat").read_bytes() == b"@echo on\r\nset A=2\r\n"
     (ws.root / "b.txt").write_bytes(b"\xef\xbb\xbfold\n")
     call("Write", file_path="b.txt", content="new\n")

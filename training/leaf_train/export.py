@@ -13,10 +13,13 @@ Simplification: the architectures supported are those whose GGUF↔HF tensor tra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from pydantic import BaseModel
@@ -134,16 +137,38 @@ def _check_inverse(processor: Any, gguf_name: str, gguf_weight: np.ndarray, hf_w
 
 
 def quantize(src: Path, dst: Path, quant: str) -> None:
-    """Quantize with llama.cpp's own quantizer (K-quants included), through llama-cpp-python."""
+    """Quantize with llama.cpp's own quantizer (K-quants included), through llama-cpp-python.
+
+    The quantizer prints a line per tensor from C; that goes to `dst` + `.log`, not the user's terminal.
+    """
     import llama_cpp
 
     if quant not in QUANT_TYPES:
         raise ValueError(f"unknown quantization {quant!r}; choose from {', '.join(QUANT_TYPES)}")
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = QUANT_TYPES[quant]
-    status = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params)
+    with _native_output_to(dst.with_name(dst.name + ".log")):
+        status = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params)
     if status != 0 or not dst.is_file():
         raise RuntimeError(f"llama.cpp could not quantize {src} to {quant} (status {status})")
+
+
+@contextlib.contextmanager
+def _native_output_to(log: Path) -> Iterator[None]:
+    """Point file descriptors 1 and 2 at `log` while C code runs (Python's sys.stdout cannot catch it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with log.open("wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def next_token_kl(checkpoint: Path, gguf_path: Path, prompts: tuple[str, ...] = DEFAULT_PROMPTS) -> float:
@@ -152,8 +177,10 @@ def next_token_kl(checkpoint: Path, gguf_path: Path, prompts: tuple[str, ...] = 
     import torch
     from transformers import AutoModelForCausalLM
 
+    from leaf_cli.llm.llama_runtime import load_llama
+
     model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-    llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=512, verbose=False)
+    llm, _info = load_llama(gguf_path, n_ctx=512)  # with leaf's AMX workaround, as the CLI runs it
     kls = []
     for prompt in prompts:
         ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)

@@ -32,6 +32,7 @@ class SuiteResult(BaseModel):
     exit_code: int | None = None
     timed_out: bool = False
     error: str | None = None
+    collect_errors: dict[str, str] = Field(default_factory=dict, description="Test file -> import error.")
 
     def passing(self) -> set[str]:
         return {t for t, o in self.tests.items() if o.outcome in PASSING}
@@ -62,7 +63,7 @@ def run_suite(tree: Path, env: Environment, sandbox: Sandbox, *, tests: list[str
     if trace:
         environ["LEAF_PROBE_TRACE"] = str(tree)
     argv = [sandbox.python(env.python), "-m", "pytest", "-p", "leaf_taskpilot_probe", "-p", "no:cacheprovider",
-            "-q", "--tb=short", "-W", "ignore::DeprecationWarning", *tests]
+            "-q", "--tb=short", "-W", "ignore::DeprecationWarning", "--continue-on-collection-errors", *tests]
     run = sandbox.run(argv, cwd=tree, timeout=timeout, env=environ, writable=[tree])
     result = SuiteResult(seconds=run.seconds, exit_code=run.returncode, timed_out=run.timed_out)
     if run.timed_out:
@@ -72,6 +73,8 @@ def run_suite(tree: Path, env: Environment, sandbox: Sandbox, *, tests: list[str
     else:
         data = json.loads(report.read_text(encoding="utf-8"))
         result.tests = {k: TestOutcome(**v) for k, v in data["tests"].items()}
+        result.collect_errors = {k: v.message or "" for k, v in result.tests.items() if "::" not in k}
+        result.tests = {k: v for k, v in result.tests.items() if "::" in k or v.outcome != "error"}
         result.cover = {k: [tuple(x) for x in v] for k, v in data.get("cover", {}).items()}
         if not result.tests:
             result.error = f"pytest collected no tests (exit {run.returncode})"

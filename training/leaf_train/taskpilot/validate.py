@@ -11,6 +11,7 @@ runs are dropped from P2P. The gold and empty checks go through the eval machine
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -76,14 +77,15 @@ def _check(cand: Candidate, snap: Snapshot, out: Path, env: Environment, sandbox
         new_tests = _test_files(cand.test_patch)
         first = run_suite(start, env, sandbox, tests=[*snap.tests, *new_tests] if snap.tests else [],
                           timeout=cfg.suite_budget_s)
+        new_ids = _new_test_ids(start, cand, new_tests, env, sandbox, cfg) if new_tests else set()
     if first.timed_out or first.seconds > cfg.suite_budget_s:
         raise Rejected("suite_over_budget", f"{first.seconds:.1f} s > {cfg.suite_budget_s:.0f} s")
     if not first.ran():
         raise Rejected("suite_does_not_run", first.error or "")
-    eligible = set(snap.passing) | {t for t in first.tests if t.split("::")[0] in new_tests}
-    failing = sorted(t for t in eligible if t in first.tests and first.tests[t].outcome not in GOOD)
+    eligible = set(snap.passing) | new_ids
+    failing = sorted(t for t in eligible if t not in first.tests or first.tests[t].outcome not in GOOD)
     if cand.test_patch.strip():
-        failing = [t for t in failing if t.split("::")[0] in new_tests]  # F2P must be the new hidden tests
+        failing = [t for t in failing if t in new_ids]  # F2P must be the new hidden tests
         broken = sorted(t for t in snap.passing if t in first.tests and first.tests[t].outcome not in GOOD)
         if broken:
             raise Rejected("test_patch_breaks_suite", ", ".join(broken[:5]))
@@ -93,7 +95,8 @@ def _check(cand: Candidate, snap: Snapshot, out: Path, env: Environment, sandbox
         raise Rejected("too_many_f2p", f"{len(failing)} failing tests > {cfg.max_f2p}")
     record.f2p = failing
     record.p2p = sorted(t for t in eligible if t in first.passing())
-    record.observations = {t: first.tests[t].message or "" for t in failing}
+    record.observations = {t: (first.tests[t].message if t in first.tests else first.collect_errors.get(t.split("::")[0]))
+                           or "" for t in failing}
     _grade_checks(cand, snap, out, sandbox, env, cfg, record)
 
 
@@ -117,9 +120,7 @@ def _grade_checks(cand: Candidate, snap: Snapshot, out: Path, sandbox: Sandbox, 
     bad_f2p = sorted({t for g in golds for t in record.f2p if g.f2p.get(t) not in GOOD})
     if bad_f2p:
         raise Rejected("gold_fails_f2p", f"with the gold patch these still fail: {', '.join(bad_f2p[:5])}")
-    runs = [g.p2p for g in golds] + [empty.p2p]
-    flaky = sorted(t for t in record.p2p if len({_ok(r.get(t)) for r in runs}) > 1)
-    broken = sorted(t for t in record.p2p if t not in flaky and not _ok(golds[0].p2p.get(t)))
+    flaky, broken = split_p2p(record.p2p, [g.p2p for g in golds], empty.p2p)
     if broken:
         raise Rejected("gold_breaks_p2p", f"the gold patch breaks: {', '.join(broken[:5])}")
     record.flaky = sorted(set(flaky) | set(flaky_f2p))
@@ -131,6 +132,29 @@ def _grade_checks(cand: Candidate, snap: Snapshot, out: Path, sandbox: Sandbox, 
         raise Rejected("empty_resolves", "the empty patch resolves the task")
     if record.gold_resolved != record.gold_runs:
         raise Rejected("gold_fails_f2p", f"gold resolved {record.gold_resolved} of {record.gold_runs} runs")
+
+
+def _new_test_ids(start: Path, cand: Candidate, new_tests: list[str], env: Environment, sandbox: Sandbox,
+                  cfg: SynthConfig) -> set[str]:
+    """Node ids of the hidden test files that pass once the gold patch is in: on the start state they may
+    not even import (a feature's new name), so their ids come from the gold state."""
+    with tempfile.TemporaryDirectory(prefix="taskpilot-gold-") as tmp:
+        gold = Path(tmp) / "gold"
+        shutil.copytree(start, gold, symlinks=True, ignore=shutil.ignore_patterns(".leaf", "__pycache__"))
+        if apply_diff(cand.patch, gold) != "ok":
+            raise Rejected("gold_patch_does_not_apply")
+        run = run_suite(gold, env, sandbox, tests=new_tests, timeout=cfg.suite_budget_s)
+    return {t for t in run.passing() if t.split("::")[0] in new_tests}
+
+
+def split_p2p(p2p: list[str], gold_runs: list[dict[str, str]], empty_run: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(flaky, broken) among the P2P candidates, which all passed on the first start-state run.
+
+    Flaky: the outcome changes between reruns of the same state (the gold runs, or the two start-state
+    runs). Broken: fails in every gold run (the gold patch breaks it)."""
+    flaky = sorted(t for t in p2p if len({_ok(r.get(t)) for r in gold_runs}) > 1 or not _ok(empty_run.get(t)))
+    broken = sorted(t for t in p2p if t not in flaky and not any(_ok(r.get(t)) for r in gold_runs))
+    return flaky, broken
 
 
 def _ok(outcome: str | None) -> bool:

@@ -44,6 +44,12 @@ def pytest_runtest_logreport(report):  # noqa: ANN001 - pytest hook signature
     _merge(report.nodeid, outcome, message)
 
 
+def pytest_collectreport(report):  # noqa: ANN001 - a module that fails to import: its file id, as an error
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        _merge(report.nodeid, "error", crash.message if crash is not None else str(report.longrepr)[-2000:])
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):  # noqa: ANN001
     root = os.environ.get("LEAF_PROBE_TRACE")

@@ -1,0 +1,282 @@
+"""`leaf chat`: an interactive session over the same agent loop as `leaf fix`, one conversation, one run.
+
+Each message is one `run_episode` continuing the same in-process `Conversation`, so the llama.cpp engine
+keeps its token log and evaluates only the new text. The repository is checkpointed before the first
+message and the whole chat is one run for `leaf undo`; leaving offers the same review as `leaf fix`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from leaf_cli.cli.common import user_errors
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat)
+
+
+@user_errors
+def chat(
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Where to work (default: here).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Registry name, .gguf, hf:..., replay:PATH.")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns per message.")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit per message, seconds.")] = None,
+    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=256, help="Context window (in-process engine).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes on exit.")] = False,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="ask | auto-edit | yolo.")] = None,
+    sandbox: Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")] = None,
+    pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
+    quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
+) -> None:
+    """Talk to the agent in this git repository; each message runs it until its answer.
+
+    Enter sends; Esc Enter (Alt-Enter), Ctrl-J or a trailing backslash start a new line. Ctrl-C stops the
+    running turn and keeps the conversation; Ctrl-C twice at an empty prompt, Ctrl-D or /exit leave.
+    /diff shows the changes, /undo restores the start state, /help lists the commands. The conversation stays
+    in this process, so the llama.cpp engine reuses its token cache from message to message. The whole chat
+    is one run: `leaf undo` takes it back and `leaf fix --continue` continues it.
+    """
+    from leaf_cli.cli.fix_session import make_engine_for
+    from leaf_cli.config import load_settings
+    from leaf_cli.errors import LeafError
+    from leaf_cli.repo.lifecycle import ensure_git_work_tree
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise LeafError('leaf chat needs a terminal; in scripts use leaf fix "..." and leaf fix --continue "..."')
+    root = (workdir or Path.cwd()).expanduser().resolve()
+    top = ensure_git_work_tree(root)
+    flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
+             "mode": mode, "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet}
+    settings, _origins = load_settings(flags, top)
+    engine = make_engine_for(settings, yes=yes)
+    _sigterm_as_exit()
+    session = ChatSession(root, top, settings, engine, yes=yes)
+    session.loop()
+    raise typer.Exit(0)
+
+
+class _CurrentView:
+    """Whichever live view is showing the message in progress: the permission prompt pauses it."""
+
+    def __init__(self) -> None:
+        self.view: Any = None
+
+    def pause(self) -> None:
+        if self.view is not None:
+            self.view.pause()
+
+
+class ChatSession:
+    """One conversation, one run record, one permission gate (an "always" answer holds for the whole chat)."""
+
+    def __init__(self, root: Path, top: Path, settings: Any, engine: Any, *, yes: bool) -> None:
+        from rich.console import Console
+
+        from leaf_cli.agent.permissions import make_gate, scrub_env
+        from leaf_cli.agent.prompt import SYSTEM_PROMPT
+        from leaf_cli.cli.fix_session import confirm_prompt, sandbox_prefix
+        from leaf_cli.llm.messages import Conversation, Message
+        from leaf_cli.tools import Workspace
+
+        self.root, self.top, self.settings, self.engine, self.yes = root, top, settings, engine, yes
+        self.console = Console(stderr=True, highlight=False)
+        self.current = _CurrentView()
+        self.mode = "yolo" if yes else (settings.mode or "ask")
+        self.gate = make_gate(self.mode, root, None if yes else confirm_prompt(self.console, self.current, root))
+        self.workspace = Workspace(root=root, env=scrub_env(os.environ, settings.pass_env),
+                                   bash_prefix=sandbox_prefix(settings.sandbox, root))
+        self.conversation = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT)])
+        self.run: Any = None
+        self.episodes = 0
+        self.first_task = self.last_answer = ""
+        self.undone = False
+
+    def loop(self) -> None:
+        """Read and handle messages until the user leaves, then review the chat's changes."""
+        from leaf_cli.repo.runs import state_root
+        from leaf_cli.ui.chat_input import KEYS_HELP, ChatInput
+
+        reader = ChatInput(state_root() / "chat_history")
+        self.console.print(f"[bold]leaf chat[/bold] [dim]· {self.engine.name} · {self.mode} mode · {self.top}[/dim]")
+        self.console.print(f"[dim]{KEYS_HELP} · /help[/dim]")
+        armed = False
+        while True:
+            try:
+                text = reader.read()
+            except KeyboardInterrupt:  # only raised on an empty prompt
+                if armed:
+                    break
+                armed = True
+                self.console.print("[dim](Ctrl-C again or Ctrl-D to leave)[/dim]")
+                continue
+            except EOFError:
+                break
+            armed = False
+            try:
+                if _command_word(text) is not None:
+                    if not self.command(text):
+                        break
+                elif text.strip():
+                    self.send(text)
+            except KeyboardInterrupt:  # a press outside the agent's turn (e.g. during /diff): back to the prompt
+                self.console.print("[yellow]interrupted[/yellow]")
+        self.close()
+
+    def command(self, text: str) -> bool:
+        """Carry out a slash command; False means leave."""
+        from leaf_cli.errors import LeafError
+        from leaf_cli.repo.lifecycle import run_patch, undo_run
+        from leaf_cli.ui.chat_input import COMMANDS, KEYS_HELP
+        from leaf_cli.ui.review import show_diff
+
+        word, rest = _command_word(text), text.strip().split()[1:]
+        if word in ("/exit", "/quit"):
+            return False
+        if word == "/help":
+            for name, meaning in COMMANDS.items():
+                self.console.print(f"  [bold]{name:<6}[/bold] {meaning}")
+            self.console.print(f"[dim]{KEYS_HELP}[/dim]")
+        elif word == "/diff":
+            show_diff(self.console, run_patch(self.run) if self.run is not None else "")
+        elif word == "/undo":
+            if self.run is None or not run_patch(self.run).strip():
+                self.console.print("[dim]Nothing to undo.[/dim]")
+                return True
+            try:
+                undo_run(self.run, force=rest == ["--force"])
+            except LeafError as exc:
+                self.console.print(f"[red]{exc}[/red] [dim](/undo --force here)[/dim]")
+                return True
+            self.undone = True
+            self.console.print("Undone: the repository is as it was before the chat.")
+        else:
+            self.console.print(f"[red]unknown command {word}[/red]; /help lists them")
+        return True
+
+    def send(self, text: str) -> None:
+        """Run the agent on one message, continuing the conversation."""
+        from leaf_cli.agent import Limits, run_episode
+        from leaf_cli.agent.issue_input import with_repo_memory
+        from leaf_cli.cli.fix_session import sampling_for_model
+        from leaf_cli.repo import lifecycle
+        from leaf_cli.ui.live import LiveView
+
+        if self.run is None:
+            with _sigint_held():  # a half-written checkpoint would be worse than a late Ctrl-C
+                self.run = lifecycle.begin_run(self.root, title=text.strip().splitlines()[0][:100], model=self.engine.name)
+            self.first_task = text
+            text = with_repo_memory(text, self.top)
+        if self.undone:
+            text = f"(Note: the user undid every change made so far in this chat; the files are back as they were.)\n\n{text}"
+            self.undone = False
+        self.episodes += 1
+        path = self.run.folder / f"chat-{self.episodes:03d}.jsonl"
+        self.run.trajectory = str(path)
+        self.run.save()
+        view = LiveView(self.console, quiet=self.settings.quiet, context_limit=getattr(self.engine, "context_limit", 0) or 0)
+        self.current.view = view
+        limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
+        traj = None
+        try:
+            traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling_for_model(self.settings.model),
+                               conversation=self.conversation, on_event=view, gate=self.gate, trajectory_path=path,
+                               run_id=self.run.run_id, patch_fn=lambda: lifecycle.run_patch(self.run))
+        except KeyboardInterrupt:
+            pass  # it landed after the loop's own handler, while the trajectory was being closed
+        finally:
+            view.pause()
+            with _sigint_held():
+                settle(self.conversation)
+                reason = (traj.exit_reason if traj is not None else None) or "interrupted"
+                lifecycle.finish_run(self.run, reason)
+        self._report(traj, reason)
+
+    def _report(self, traj: Any, reason: str) -> None:
+        from leaf_cli.ui.live import summary
+
+        run = self.run
+        if traj is None:
+            self.console.print(f"[yellow]● {reason}[/yellow]")
+            return
+        self.last_answer = traj.final_answer() or self.last_answer
+        summary(self.console, turns=len(traj.turns), usage=traj.usage(), seconds=traj.wall_seconds, exit_reason=reason,
+                files_changed=run.files_changed, insertions=run.insertions, deletions=run.deletions, run_id=run.run_id)
+        if traj.exit_message and reason != "final_answer":
+            self.console.print(f"[dim]{traj.exit_message}[/dim]")
+
+    def close(self) -> None:
+        """On leaving: review the chat's changes as `leaf fix` does, unless the user changed files since."""
+        from leaf_cli.cli.fix_review import review
+        from leaf_cli.repo.lifecycle import changed_since, run_patch
+
+        run = self.run
+        if run is None or run.status == "undone" or not run_patch(run).strip():
+            return
+        problems = changed_since(run)
+        if self.yes or problems:
+            why = f" ({'; '.join(problems)})" if problems else ""
+            self.console.print(f"Kept{why}. [dim]`leaf undo {run.run_id}` restores the state before the chat.[/dim]")
+            return
+        try:
+            review(self.console, run, run_patch(run), self.last_answer, self.first_task)
+        except (KeyboardInterrupt, EOFError):
+            self.console.print(f"\nKept. [dim]`leaf undo {run.run_id}` takes it back.[/dim]")
+
+
+def settle(conversation: Any) -> None:
+    """Make the conversation continuable after an interrupted turn.
+
+    A tool call cut off by Ctrl-C gets a result saying so (every engine wants a result per call), and a
+    token log that no longer ends with the sampled tokens of the last assistant message covered (the
+    interrupt landed inside the engine's bookkeeping) is dropped: the llama.cpp engine then renders the
+    conversation afresh once instead of appending to a log that does not match the messages.
+    """
+    from leaf_cli.llm.messages import Message
+
+    messages = conversation.messages
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None)
+    if last is not None:
+        answered = {m.tool_call_id for m in messages[last + 1:] if m.role == "tool"}
+        for call in messages[last].tool_calls:
+            if call.id not in answered:
+                conversation.append(Message(role="tool", content="KeyboardInterrupt: the user stopped this call",
+                                            tool_call_id=call.id, name=call.name))
+    log, covered = conversation.token_log, conversation.rendered_messages
+    if log is not None and not (1 <= covered <= len(messages) and messages[covered - 1].role == "assistant"
+                                and log.mask and log.mask[-1] == 1):
+        conversation.token_log, conversation.rendered_messages = None, 0
+
+
+def _command_word(text: str) -> str | None:
+    """`/diff` for "/diff", None for a message (a path such as "/usr/bin is missing" is a message)."""
+    words = text.strip().split()
+    word = words[0] if words else ""
+    return word if len(word) > 1 and word.startswith("/") and word[1:].isalpha() else None
+
+
+class _sigint_held:
+    """Ignore Ctrl-C for the duration (checkpoint and run-record writes must not be cut in half)."""
+
+    def __enter__(self) -> None:
+        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *_exc: object) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def _sigterm_as_exit() -> None:
+    """SIGTERM leaves the chat through the normal path: the tool's process group dies, the run is recorded."""
+
+    def handler(_signum: int, _frame: Any) -> None:
+        raise SystemExit(143)
+
+    if os.name == "posix":
+        signal.signal(signal.SIGTERM, handler)

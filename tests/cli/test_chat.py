@@ -1,0 +1,160 @@
+"""`leaf chat` in a real terminal (pexpect) with the replay engine: messages continue one conversation, Ctrl-C
+stops a turn (and its process group) but not the chat, /diff and /undo, the review on leaving, Ctrl-D."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+
+from leaf_cli.agent.trajectory import load
+from leaf_cli.repo.runs import list_runs
+from tests.cli.fixcli import call, leaf, script, turn
+
+PROMPT = "›"  # prompt-toolkit draws the space after it with a cursor move
+
+
+def _spawn(repo: Path, *args: str) -> pexpect.spawn:
+    # HOME elsewhere: the user's login profile (`bash -lc`) must not run, nor their leaf config be read.
+    home = repo.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e.com", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@e.com", "COLUMNS": "120", "TERM": "xterm",
+           "PROMPT_TOOLKIT_NO_CPR": "1"}  # pexpect never answers the cursor-position query
+    child = pexpect.spawn(sys.executable, ["-m", "leaf_cli", "chat", *args], cwd=str(repo), env=env,
+                          encoding="utf-8", timeout=30, dimensions=(40, 120))
+    child.expect(PROMPT)
+    return child
+
+
+def _say(child: pexpect.spawn, text: str) -> None:
+    child.send(text + "\r")
+
+
+def _only_run(repo: Path) -> object:
+    runs = list_runs(repo)
+    assert len(runs) == 1, "the whole chat is one run"
+    return runs[0]
+
+
+def test_messages_continue_one_conversation(git_repo: Path, tmp_path: Path) -> None:
+    spec = script(tmp_path / "s.jsonl",
+                  turn(call("Bash", command="echo hello-from-tool")),
+                  {"content": "first answer"},
+                  {"content": "second answer"})
+    child = _spawn(git_repo, "--model", spec)
+    child.send("line one\x1b\rline two\r")  # Esc Enter: a new line; Enter sends
+    child.expect("Allow Bash")
+    child.sendline("a")
+    child.expect(r"Bash\(echo hello-from-tool\)")  # the tool call in the live view
+    child.expect("first answer")
+    child.expect("final_answer")
+    child.expect(PROMPT)
+    _say(child, "follow up")
+    child.expect("second answer")
+    child.expect(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    run = _only_run(git_repo)
+    folder = Path(os.environ["LEAF_HOME"]) / "runs" / run.run_id
+    second = load(folder / "chat-002.jsonl")
+    assert [m.content for m in second.messages if m.role in ("user", "assistant")] == [
+        "line one\nline two", "", "first answer", "follow up", "second answer"]
+    assert second.messages[3].content.startswith("Exit code: 0\nSTDOUT:\nhello-from-tool")
+    assert second.task == "follow up" and len(second.turns) == 1 and second.exit_reason == "final_answer"
+    assert Path(run.trajectory) == folder / "chat-002.jsonl"  # `leaf fix --continue` picks the chat up
+    history = (Path(os.environ["LEAF_HOME"]) / "chat_history").read_text()
+    assert "+line one\n+line two" in history and "+follow up" in history
+
+
+def _sleeping() -> bool:
+    """Whether the tool's `sleep 30` runs (Bash tools have their own session, so look at every process)."""
+    return any(line.strip() == "sleep 30" for line in os.popen("ps -eo args").read().splitlines())
+
+
+def test_ctrl_c_stops_the_turn_not_the_chat(git_repo: Path, tmp_path: Path) -> None:
+    spec = script(tmp_path / "s.jsonl",
+                  turn(call("Bash", command="sleep 30; echo late > late.txt")),
+                  {"content": "carrying on"})
+    child = _spawn(git_repo, "--model", spec, "--mode", "yolo")
+    _say(child, "wait for it")
+    deadline = time.monotonic() + 20
+    while not _sleeping() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _sleeping()
+    pressed = time.monotonic()
+    child.sendcontrol("c")
+    child.expect("interrupted", timeout=5)
+    child.expect(PROMPT, timeout=5)
+    assert time.monotonic() - pressed < 5
+    assert not _sleeping()  # the tool's whole process group is gone
+    _say(child, "go on")
+    child.expect("carrying on")
+    child.expect(PROMPT)
+    child.sendcontrol("c")
+    child.expect("Ctrl-C again")
+    child.sendcontrol("c")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not (git_repo / "late.txt").exists()
+    run = _only_run(git_repo)
+    first = load(Path(run.trajectory).with_name("chat-001.jsonl"))
+    assert first.exit_reason == "interrupted"
+    second = load(Path(run.trajectory))
+    roles = [(m.role, m.content) for m in second.messages[1:]]
+    assert roles == [("user", "wait for it"), ("assistant", ""),
+                     ("tool", "KeyboardInterrupt: the user stopped this call"), ("user", "go on"),
+                     ("assistant", "carrying on")]
+
+
+def test_diff_undo_help_then_review_keeps(git_repo: Path, tmp_path: Path) -> None:
+    edit = call("Edit", file_path="calc.py", old_string="a - b", new_string="a + b")
+    spec = script(tmp_path / "s.jsonl", turn(edit), {"content": "fixed"}, turn(edit), {"content": "fixed again"})
+    child = _spawn(git_repo, "--model", spec, "--mode", "auto-edit")
+    _say(child, "fix add")
+    child.expect("fixed")
+    child.expect(PROMPT)
+    _say(child, "/diff")
+    child.expect(r"\+    return a \+ b")
+    child.expect(PROMPT)
+    _say(child, "/undo")
+    child.expect("Undone")
+    child.expect(PROMPT)
+    assert "a - b" in (git_repo / "calc.py").read_text()
+    _say(child, "/diff")
+    child.expect("No changes")
+    child.expect(PROMPT)
+    _say(child, "/help")
+    child.expect("/undo")
+    child.expect(PROMPT)
+    _say(child, "/nope")
+    child.expect("unknown command /nope")
+    child.expect(PROMPT)
+    _say(child, "again please")
+    child.expect("fixed again")
+    child.expect(PROMPT)
+    _say(child, "/exit")
+    child.expect("Keep the changes")
+    child.sendline("k")
+    child.expect("Kept")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "a + b" in (git_repo / "calc.py").read_text()
+    run = _only_run(git_repo)
+    told = load(Path(run.trajectory)).messages
+    assert told[-4].role == "user" and "undid every change" in told[-4].content  # the model learns of /undo
+    result = leaf("undo", "--workdir", str(git_repo))
+    assert result.exit_code == 0, result.stderr
+    assert "a - b" in (git_repo / "calc.py").read_text()
+
+
+def test_chat_needs_a_terminal(git_repo: Path) -> None:
+    result = leaf("chat", "--workdir", str(git_repo), "--model", "replay:x")
+    assert result.exit_code == 2 and "needs a terminal" in result.stderr

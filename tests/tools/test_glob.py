@@ -1,0 +1,254 @@
+"""Glob: Python-glob matching, sorted workdir-relative paths, the 1,000 cap, and a walk that stays inside."""
+
+from __future__ import annotations
+
+import glob as pyglob
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from leaf_cli.tools import Workspace
+
+
+def _touch(root: Path, *names: str) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
+
+
+def test_recursive_sorted_files_only(call, ws: Workspace) -> None:
+    _touch(ws.root, "setup.py", "pkg/__init__.py", "pkg/core.py", "pkg/sub/deep.py", "docs/index.md", "pkg/data.json")
+    assert call("Glob", pattern="**/*.py") == "pkg/__init__.py\npkg/core.py\npkg/sub/deep.py\nsetup.py"
+    assert call("Glob", pattern="*.py") == "setup.py"
+    assert call("Glob", pattern="pkg/*") == "pkg/__init__.py\npkg/core.py\npkg/data.json"  # folders are not listed
+    assert call("Glob", pattern="pkg/**") == "pkg/__init__.py\npkg/core.py\npkg/data.json\npkg/sub/deep.py"
+    assert call("Glob", pattern="*.py", path="pkg") == "pkg/__init__.py\npkg/core.py"  # shown from the workdir
+    assert call("Glob", pattern="p?g/[cd]*.py") == "pkg/core.py"
+    assert call("Glob", pattern="pkg/[!_c]*") == "pkg/data.json"
+    assert call("Glob", pattern="pkg/core.py") == "pkg/core.py"  # no wildcard: that one file
+    assert call("Glob", pattern=str(ws.root / "pkg" / "*.py")) == "pkg/__init__.py\npkg/core.py"
+    assert call("Glob", pattern="**/*.rs") == "No files matched."
+    assert call("Glob", pattern="pkg/*/") == "No files matched."
+
+
+def test_hidden_names_need_a_spelled_dot_and_git_is_never_listed(call, ws: Workspace) -> None:
+    _touch(ws.root, "a.py", ".hidden.py", ".github/workflows/ci.yml", ".venv/lib/x.py", ".git/config", ".git/hooks/h.py",
+           "sub/.git", "sub/b.py")
+    assert call("Glob", pattern="**/*.py") == "a.py\nsub/b.py"
+    assert call("Glob", pattern="**/*") == "a.py\nsub/b.py"
+    assert call("Glob", pattern=".*.py") == ".hidden.py"
+    assert call("Glob", pattern=".github/**/*.yml") == ".github/workflows/ci.yml"
+    assert call("Glob", pattern="**/.*") == ".hidden.py"
+    assert call("Glob", pattern=".git/*") == "No files matched."
+    assert call("Glob", pattern=".git/config") == "No files matched."
+    assert call("Glob", pattern="**/*", path=".git") == "No files matched."
+
+
+def test_cap_at_1000_then_count(call, ws: Workspace) -> None:
+    for i in range(1203):
+        (ws.root / f"f{i:05d}.txt").write_text("")
+    lines = call("Glob", pattern="*.txt").split("\n")
+    assert len(lines) == 1001 and lines[0] == "f00000.txt" and lines[999] == "f00999.txt"
+    assert lines[1000] == "... 203 more files"
+
+
+def test_confinement(call, ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    _touch(outside, "secret.txt", "deep/secret.py")
+    _touch(ws.root, "in.txt")
+    (ws.root / "escape_dir").symlink_to(outside)
+    (ws.root / "escape_file.txt").symlink_to(outside / "secret.txt")
+    (ws.root / "inner_link.txt").symlink_to("in.txt")
+    (ws.root / "loop").symlink_to(ws.root)
+    assert call("Glob", pattern="**/*") == "in.txt\ninner_link.txt"
+    assert call("Glob", pattern="**/secret*") == "No files matched."
+    assert call("Glob", pattern="*", path="escape_dir").startswith("OutsideWorkspaceError: escape_dir is outside")
+    assert call("Glob", pattern="escape_dir/*").startswith("OutsideWorkspaceError: ")
+    assert call("Glob", pattern="../outside/*").startswith("OutsideWorkspaceError: ")
+    assert call("Glob", pattern=str(outside / "*")).startswith("OutsideWorkspaceError: ")
+    assert call("Glob", pattern="*/../../outside/*") == (
+        "ValueError: '..' is not allowed after a wildcard; put the folder in `path` or before the wildcard")
+
+
+def test_bad_arguments(call, ws: Workspace) -> None:
+    _touch(ws.root, "f.txt")
+    assert call("Glob", pattern="") == "ValueError: pattern is required, for example **/*.py"
+    assert call("Glob", pattern="*", path="nowhere") == (
+        "NotADirectoryError: path nowhere does not exist; give a folder inside the workdir, or omit path")
+    assert call("Glob", pattern="*", path="f.txt").startswith("NotADirectoryError: path f.txt is not a directory")
+
+
+PATTERNS = ["**/*.py", "**/*", "*", "a*/**/*.txt", "**/b?/*", "[ab]*/*", "**/c/**/*.md", "a1/**", "**/[!a]*.txt",
+            "*/*/*", ".*", "**/.*", "**/.h*/*", "a1/*.py"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_python_glob_on_random_trees(seed: int, ws: Workspace) -> None:
+    rng = random.Random(seed)
+    names = ["a1", "a2", "b1", "bb", "c", ".h", "d.py"]  # folders; "d.py" checks that folders are not listed
+    for _ in range(60):
+        depth = rng.randint(1, 4)
+        _touch(ws.root, "/".join(rng.choice(names) for _ in range(depth - 1)) + ("/" if depth > 1 else "")
+               + rng.choice(["x.py", "y.txt", "z.md", ".dot.py", "w", "[x].txt"]))
+    for pattern in PATTERNS:
+        # As a set: Python's glob yields a file twice when two `**` can both reach it; we list it once.
+        expected = sorted({os.path.relpath(p, ws.root) for p in pyglob.glob(str(ws.root / pattern), recursive=True)
+                           if os.path.isfile(p)})
+        ours = ws_glob(ws, pattern)
+        assert ours == expected, pattern
+
+
+def ws_glob(ws: Workspace, pattern: str) -> list[str]:
+    from leaf_cli.tools.glob import GlobArgs, run_glob
+
+    out = run_glob(GlobArgs(pattern=pattern), ws)
+    return [] if out == "No files matched." else out.split("\n")
+
+
+# --- the listing cache: a Workspace reuses folder listings across Globs while a stat says they are unchanged ---
+
+CACHE_PATTERNS = ["**/*", "**/*.py", "*", "a/**/*.txt", "**/.*", "b/*", "**/l*"]
+
+
+def _fresh(ws: Workspace, pattern: str) -> list[str]:
+    return ws_glob(Workspace(ws.root), pattern)
+
+
+def _mutate(root: Path, rng: random.Random, outside: Path) -> None:
+    """One random change of the kind an agent's Bash or Write makes between two Globs."""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    dirs = sorted(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()) + [root]
+    links = sorted(p for p in root.rglob("*") if p.is_symlink())
+    folder = rng.choice(dirs)
+    action = rng.choice(["create", "create", "delete", "rename", "move", "mkdir", "dir_to_file", "file_to_dir",
+                         "link", "retarget", "unlink_target", "rmtree"])
+    name = rng.choice(["x", "y", "z", ".h", "l"]) + str(rng.randint(0, 9)) + rng.choice([".py", ".txt", ""])
+    if action == "create" or (not files and action in ("delete", "rename", "move", "file_to_dir", "unlink_target")):
+        (folder / name).unlink(missing_ok=True) if (folder / name).is_symlink() or (folder / name).is_file() else None
+        if not (folder / name).exists():
+            (folder / name).write_text("new")
+    elif action == "delete":
+        rng.choice(files).unlink()
+    elif action == "rename":
+        source = rng.choice(files)
+        target = source.with_name(name)
+        if not target.exists() and not target.is_symlink():
+            source.rename(target)
+    elif action == "move":
+        source = rng.choice(files)
+        target = folder / source.name
+        if not target.exists() and not target.is_symlink():
+            source.rename(target)
+    elif action == "mkdir":
+        new = folder / f"d{rng.randint(0, 99)}"
+        if not new.exists() and not new.is_symlink():
+            _touch(new, "inner.py", "deep/more.txt", ".dot.py")
+    elif action == "dir_to_file" and folder != root:
+        import shutil
+
+        shutil.rmtree(folder)
+        folder.write_text("was a folder")
+    elif action == "file_to_dir" and files:
+        victim = rng.choice(files)
+        victim.unlink()
+        _touch(victim, "now_a_folder.py")
+    elif action == "link":
+        link = folder / f"l{rng.randint(0, 99)}.py"
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(rng.choice(files + dirs + [outside / "secret.py", root / "missing.py"]))
+    elif action == "retarget" and links:
+        link = rng.choice(links)
+        link.unlink()
+        link.symlink_to(rng.choice(files + dirs + [outside / "secret.py"]))
+    elif action == "unlink_target" and links:
+        # The link's own folder does not change: only a resolution on every Glob notices.
+        target = Path(os.path.realpath(rng.choice(links)))
+        if target.is_file() and str(target).startswith(str(root) + "/"):
+            target.unlink()
+    elif action == "rmtree" and folder != root:
+        import shutil
+
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cached_listings_always_equal_a_fresh_walk(seed: int, ws: Workspace, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Trust every listing at once (as if the tree were old), so the (inode, mtime, ctime) key alone must catch
+    # each change; the changes come back to back, well within one second.
+    from leaf_cli.tools import listing
+
+    monkeypatch.setattr(listing, "RACY_NS", 0)
+    rng = random.Random(seed)
+    outside = tmp_path / "outside"
+    _touch(outside, "secret.py")
+    _touch(ws.root, "a/one.py", "a/b/two.txt", "b/three.py", "b/.hidden.py", "c/d/e/four.txt", "top.py")
+    for _ in range(40):
+        for pattern in rng.sample(CACHE_PATTERNS, 3):
+            assert ws_glob(ws, pattern) == _fresh(ws, pattern), pattern
+        _mutate(ws.root, rng, outside)
+    for pattern in CACHE_PATTERNS:
+        assert ws_glob(ws, pattern) == _fresh(ws, pattern), pattern
+
+
+def test_unchanged_folders_are_not_read_again(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaf_cli.tools import listing
+
+    monkeypatch.setattr(listing, "RACY_NS", 0)
+    _touch(ws.root, "a/one.py", "a/b/two.py", "c/three.py")
+    reads: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(listing.os, "scandir", lambda path: reads.append(path) or real_scandir(path))
+    assert ws_glob(ws, "**/*.py") == ["a/b/two.py", "a/one.py", "c/three.py"]
+    assert len(reads) == 4  # the root, a, a/b and c
+    reads.clear()
+    assert ws_glob(ws, "**/*.py") == ["a/b/two.py", "a/one.py", "c/three.py"]
+    assert reads == []  # a stat per folder, no listing read
+    (ws.root / "a" / "b" / "new.py").write_text("")
+    assert ws_glob(ws, "**/*.py") == ["a/b/new.py", "a/b/two.py", "a/one.py", "c/three.py"]
+    assert reads == [str(ws.root / "a" / "b") + "/"]  # only the folder that changed
+
+
+def test_racy_listings_are_read_again_on_coarse_timestamps(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A filesystem whose timestamps did not tick between two changes: the folder's stamp stays the same.
+    # Listings taken within RACY_NS of that stamp are not trusted, so the second change is still seen.
+    from types import SimpleNamespace
+
+    from leaf_cli.tools import listing
+
+    frozen = time_ns = __import__("time").time_ns()
+    real_lstat = os.lstat
+
+    def coarse_lstat(path: str) -> SimpleNamespace:
+        info = real_lstat(path)
+        return SimpleNamespace(st_mode=info.st_mode, st_dev=info.st_dev, st_ino=info.st_ino,
+                               st_mtime_ns=frozen, st_ctime_ns=time_ns)
+
+    monkeypatch.setattr(listing.os, "lstat", coarse_lstat)
+    _touch(ws.root, "a.py")
+    assert ws_glob(ws, "*.py") == ["a.py"]
+    (ws.root / "b.py").write_text("")
+    assert ws_glob(ws, "*.py") == ["a.py", "b.py"]
+    # The same sequence with the rule switched off shows what it guards against: a stale listing.
+    monkeypatch.setattr(listing, "RACY_NS", 0)
+    stale = Workspace(ws.root)
+    assert ws_glob(stale, "*.py") == ["a.py", "b.py"]
+    (ws.root / "c.py").write_text("")
+    assert ws_glob(stale, "*.py") == ["a.py", "b.py"]
+
+
+def test_first_thousand_in_sorted_order_past_the_cap(call, ws: Workspace) -> None:
+    # Past the cap only the first 1,000 paths are built, by a walk in path order; names around `/` in code
+    # point order (`-` and `.` sort before `/`, `0` after) check that it agrees with a plain sort.
+    names = [f"{d}/{f}" for d in ("a", "a-b", "a.b", "a0", "b") for f in ("x", "y.py", "z/w.py", "z-w.py", "z.w.py")]
+    names += [f"m/f{i:04d}.py" for i in range(1100)]
+    _touch(ws.root, *names)
+    lines = call("Glob", pattern="**/*").split("\n")
+    expected = sorted(names)
+    assert lines[:1000] == expected[:1000] and lines[1000] == f"... {len(names) - 1000} more files"
+    lines = call("Glob", pattern="**/*.py").split("\n")
+    expected = sorted(n for n in names if n.endswith(".py"))
+    assert lines[:1000] == expected[:1000] and lines[1000] == f"... {len(expected) - 1000} more files"

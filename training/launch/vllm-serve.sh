@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The rollout engine of a GPU run: one OpenAI-compatible vLLM server, data-parallel over the rollout GPUs.
+# The RL config points at it (rollout.engine: server, rollout.server.base_url) and the trainer writes new
+# weights to rollout.server.weights_dir after every step for the server to reload (leaf_train.rl.server_engine).
+#   GPUS=4,5,6,7 MODEL=/ckpt/qwen3.5-4b training/launch/vllm-serve.sh
+set -euo pipefail
+: "${MODEL:?set MODEL to the policy checkpoint (a transformers folder)}"
+GPUS="${GPUS:-4,5,6,7}"
+DP=$(awk -F, '{print NF}' <<<"$GPUS")
+export CUDA_VISIBLE_DEVICES="$GPUS"
+# A 4B model fits one GPU (8 GB of bf16 weights), so every rollout GPU holds a full replica (data parallel,
+# no tensor parallelism); the rest of each GPU's memory is KV cache for concurrent episodes.
+exec vllm serve "$MODEL" \
+  --served-model-name policy \
+  --host 0.0.0.0 --port "${PORT:-8000}" \
+  --data-parallel-size "$DP" \
+  --dtype bfloat16 \
+  --max-model-len "${MAX_MODEL_LEN:-65536}" \
+  --gpu-memory-utilization "${GPU_MEM:-0.90}" \
+  --enable-prefix-caching \
+  --max-num-seqs "${MAX_SEQS:-128}" \
+  --return-tokens-as-token-ids \
+  --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3
