@@ -63,6 +63,10 @@ def chat(
     raise typer.Exit(0)
 
 
+UNDONE_NOTE = "(Note: the user undid every change made so far in this chat; the files are back as they were.)"
+"""Put before the next message after /undo, so the model does not build on edits that are gone."""
+
+
 class _CurrentView:
     """Whichever live view is showing the message in progress: the permission prompt pauses it."""
 
@@ -171,22 +175,25 @@ class ChatSession:
 
         if self.run is None:
             with _sigint_held():  # a half-written checkpoint would be worse than a late Ctrl-C
-                self.run = lifecycle.begin_run(self.root, title=text.strip().splitlines()[0][:100], model=self.engine.name)
+                title = text.strip().splitlines()[0][:100]
+                self.run = lifecycle.begin_run(self.root, title=title, model=self.engine.name)
             self.first_task = text
             text = with_repo_memory(text, self.top)
         if self.undone:
-            text = f"(Note: the user undid every change made so far in this chat; the files are back as they were.)\n\n{text}"
+            text = f"{UNDONE_NOTE}\n\n{text}"
             self.undone = False
         self.episodes += 1
         path = self.run.folder / f"chat-{self.episodes:03d}.jsonl"
         self.run.trajectory = str(path)
         self.run.save()
-        view = LiveView(self.console, quiet=self.settings.quiet, context_limit=getattr(self.engine, "context_limit", 0) or 0)
+        context = getattr(self.engine, "context_limit", 0) or 0
+        view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)
         self.current.view = view
         limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
+        sampling = sampling_for_model(self.settings.model)
         traj = None
         try:
-            traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling_for_model(self.settings.model),
+            traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
                                conversation=self.conversation, on_event=view, gate=self.gate, trajectory_path=path,
                                run_id=self.run.run_id, patch_fn=lambda: lifecycle.run_patch(self.run))
         except KeyboardInterrupt:

@@ -11,6 +11,7 @@ Install the `train` extra (torch, transformers) to use it; nothing heavy is impo
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections import OrderedDict
@@ -64,6 +65,9 @@ class TransformersEngine:
         self.lock = threading.RLock()  # held while sampling; weight updates take it too
         self._caches: OrderedDict[int, tuple[Any, list[int]]] = OrderedDict()
         self._max_caches = max_cached_conversations
+        # The KV-cache argument was renamed from `past_key_values` to `cache` in transformers 5.
+        forward = inspect.signature(type(model).forward).parameters if hasattr(model, "forward") else {}
+        self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
         self.stop_ids = _stop_ids(model, tokenizer)
         self.end_text = tokenizer.convert_ids_to_tokens(self.stop_ids[0])
         # Concurrent callers (one thread per episode) share one batched generate of up to max_batch rows.
@@ -233,7 +237,7 @@ class TransformersEngine:
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         with torch.no_grad():
-            reuse = {} if cache is None else {"past_key_values": cache}  # transformers 5 also reads it as `cache`
+            reuse = {} if cache is None else {self._cache_kwarg: cache}
             out = self.model.generate(ids, attention_mask=mask, generation_config=config, **reuse)
         return out, 1.0 if greedy else sampling.temperature
 

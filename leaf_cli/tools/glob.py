@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from pydantic import Field
 
@@ -25,6 +25,8 @@ from leaf_cli.tools.workspace import Workspace
 
 _MAGIC = re.compile(r"[*?[]")
 _STAR_DIRS = r"(?:(?!\.)[^/]+/)*"  # `**/`: zero or more folders whose names do not start with a dot
+_Selector = Callable[[list[str], list[str]], list[str]]
+"""(visible names, dot names) of one folder -> the names that match the pattern's last component."""
 
 
 class GlobArgs(ToolArgs):
@@ -155,7 +157,7 @@ def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[st
         entered = [name for name in listing.dirs if enters(name, depth)]
         for name in entered:
             stack.append((folder + name + "/", rel + name + "/", depth + 1))
-        names = select(listing.files, listing.hidden)
+        names = select(listing.files, listing.hidden)  # may be the listing's own list: never changed in place
         if listing.links:
             names = names + _links(select, folder, listing.links, root_prefix)
         if full_match is not None and names:
@@ -171,10 +173,10 @@ def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[st
     return _first_in_order(hits, subdirs, base), total
 
 
-def _name_selector(pattern: _Pattern) -> Callable[[list[str], list[str]], list[str]]:
-    """(visible names, dot names) -> those matching the pattern's last component, tested as cheaply as the
-    component allows: no test for `*`, str.endswith for `*.py`, its regex otherwise. A component without a
-    spelled leading dot never matches a dot name, and one with it never matches any other name."""
+def _name_selector(pattern: _Pattern) -> _Selector:
+    """The last component's test, as cheap as the component allows: none for `*`, str.endswith for `*.py`,
+    its regex otherwise (a regex call per name cost more than the stat per folder of a warm Glob). A component
+    without a spelled leading dot never matches a dot name; one with it matches nothing else."""
     last = pattern.parts[-1]
     if last.startswith("."):
         regex = re.compile(_component(last)).fullmatch
@@ -188,7 +190,7 @@ def _name_selector(pattern: _Pattern) -> Callable[[list[str], list[str]], list[s
     return lambda visible, hidden: list(filter(regex, visible))
 
 
-def _links(select: Callable[[list[str], list[str]], list[str]], folder: str, links: list[str], root_prefix: str) -> list[str]:
+def _links(select: _Selector, folder: str, links: list[str], root_prefix: str) -> list[str]:
     """The symlinks in `folder` whose names match and which point to a file inside the workdir."""
     names = select([n for n in links if n[0] != "."], [n for n in links if n[0] == "."])
     return [name for name in names if _inside_file(folder + name, root_prefix)]
@@ -206,14 +208,16 @@ def _first_in_order(hits: dict[str, list[str]], subdirs: dict[str, list[str]], b
     Sorting a folder's file names together with its sub-folder names plus `/` orders the walk exactly as the
     full paths sort: every path below a folder starts with `name/`, and no other entry's name contains `/`.
     """
+    def entries(rel: str) -> Iterator[str]:
+        return iter(sorted(hits.get(rel, []) + [name + "/" for name in subdirs.get(rel, [])]))
+
     found: list[str] = []
-    stack = [("", iter(sorted(hits.get("", []) + [d for d in subdirs.get("", [])])))]
+    stack = [("", entries(""))]
     while stack:
         rel, keys = stack[-1]
         for key in keys:
             if key[-1] == "/":
-                sub = rel + key
-                stack.append((sub, iter(sorted(hits.get(sub, []) + [d for d in subdirs.get(sub, [])]))))
+                stack.append((rel + key, entries(rel + key)))
                 break
             found.append(base + rel + key)
             if len(found) == GLOB_LIMIT:

@@ -11,10 +11,10 @@ change without their folder changing, so the caller resolves them on every use.
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from dataclasses import dataclass
+from os import lstat, scandir
 
 RACY_NS = 2_000_000_000
 """A listing is trusted only when the folder's last change is at least this much older than the listing."""
@@ -42,7 +42,7 @@ class Listings:
         """The entries of `folder` (an absolute path, not a symlink), or None when it cannot be read."""
         now = time.time_ns()
         try:
-            info = os.lstat(folder)  # before reading: a change made while we read shows up in the next stat
+            info = lstat(folder)  # before reading: a change made while we read shows up in the next stat
         except OSError:
             self._by_path.pop(folder, None)
             return None
@@ -70,7 +70,7 @@ def _read(folder: str, key: tuple[int, int, int, int], trusted: bool) -> Listing
     hidden: list[str] = []
     links: list[str] = []
     try:
-        entries = os.scandir(folder)
+        entries = scandir(folder)
     except OSError:
         return None  # vanished or unreadable: skipped, as glob does
     with entries:

@@ -112,7 +112,7 @@ def _render_whole(data: bytes, shown: str, offset: int, limit: int | None) -> st
     end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
     selected = lines[offset - 1:end]
     if not selected:
-        return f"{shown}\n"
+        return truncate(f"{shown}\n", READ_CHARS)  # an empty file: the header line still ends with a newline
     # Each shown line adds at least 4 chars (`\nN. `), so past this many lines the cap is surely reached: only
     # they are numbered; the length of the rest is counted (the marker says how many chars were cut).
     shown_lines = READ_CHARS // 4 + 1

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from leaf_cli.agent.trajectory import load
 from leaf_cli.repo.runs import list_runs
-from tests.cli.fixcli import call, leaf, script, turn
+from tests.cli.fixcli import call, fix_json, leaf, script, turn
 
 PROMPT = "›"  # prompt-toolkit draws the space after it with a cursor move
 
@@ -67,7 +68,9 @@ def test_messages_continue_one_conversation(git_repo: Path, tmp_path: Path) -> N
         "line one\nline two", "", "first answer", "follow up", "second answer"]
     assert second.messages[3].content.startswith("Exit code: 0\nSTDOUT:\nhello-from-tool")
     assert second.task == "follow up" and len(second.turns) == 1 and second.exit_reason == "final_answer"
-    assert Path(run.trajectory) == folder / "chat-002.jsonl"  # `leaf fix --continue` picks the chat up
+    assert Path(run.trajectory) == folder / "chat-002.jsonl"
+    _code, more = fix_json(git_repo, script(tmp_path / "c.jsonl", {"content": "third answer"}), "--continue", "and then")
+    assert [m["content"] for m in more["messages"][-4:]] == ["follow up", "second answer", "and then", "third answer"]
     history = (Path(os.environ["LEAF_HOME"]) / "chat_history").read_text()
     assert "+line one\n+line two" in history and "+follow up" in history
 
@@ -158,3 +161,39 @@ def test_diff_undo_help_then_review_keeps(git_repo: Path, tmp_path: Path) -> Non
 def test_chat_needs_a_terminal(git_repo: Path) -> None:
     result = leaf("chat", "--workdir", str(git_repo), "--model", "replay:x")
     assert result.exit_code == 2 and "needs a terminal" in result.stderr
+
+
+def test_settle_answers_cut_off_calls_and_drops_a_torn_token_log() -> None:
+    from leaf_cli.cli.chat import settle
+    from leaf_cli.llm.messages import Conversation, Message, TokenLog, ToolCall
+
+    calls = [ToolCall(id="a", name="Bash", arguments={"command": "true"}), ToolCall(id="b", name="Read")]
+    conv = Conversation(messages=[Message(role="system"), Message(role="user", content="go"),
+                                  Message(role="assistant", tool_calls=calls),
+                                  Message(role="tool", content="Exit code: 0", tool_call_id="a", name="Bash")],
+                        token_log=TokenLog(ids=[1, 2, 3], mask=[0, 1, 1], logprobs=[0.0] * 3, versions=[-1, 0, 0]),
+                        rendered_messages=3)
+    settle(conv)
+    assert [(m.role, m.tool_call_id) for m in conv.messages[3:]] == [("tool", "a"), ("tool", "b")]
+    assert conv.messages[-1].content.startswith("KeyboardInterrupt") and conv.token_log is not None  # log intact
+    conv.token_log.append_prompt([4])  # interrupted between the engine's prompt and sampled appends
+    settle(conv)
+    assert conv.token_log is None and conv.rendered_messages == 0
+
+
+@pytest.mark.llama
+def test_the_next_message_reuses_the_llama_token_cache(git_repo: Path, smollm2_path: Path) -> None:
+    """Two messages in one chat on the real runtime: the second's first turn evaluates only its new tokens."""
+    from leaf_cli.cli.chat import ChatSession
+    from leaf_cli.cli.fix_session import make_engine_for
+    from leaf_cli.config import load_settings
+
+    settings, _ = load_settings({"model": "smollm2-135m", "max_turns": 1, "quiet": True}, git_repo)
+    session = ChatSession(git_repo, git_repo, settings, make_engine_for(settings), yes=True)
+    session.send("Say hello.")
+    session.send("Now say goodbye.")
+    run = list_runs(git_repo)[0]
+    first, second = (load(Path(run.trajectory).with_name(f"chat-00{i}.jsonl")) for i in (1, 2))
+    before, now = first.turns[-1].usage, second.turns[0].usage
+    assert now.cached_tokens == before.prompt_tokens + before.completion_tokens - 1 > 0
+    assert second.token_log is not None and second.token_log.ids[:len(first.token_log.ids)] == first.token_log.ids

@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob as pyglob
 import os
 import random
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -119,59 +121,47 @@ def _fresh(ws: Workspace, pattern: str) -> list[str]:
 
 def _mutate(root: Path, rng: random.Random, outside: Path) -> None:
     """One random change of the kind an agent's Bash or Write makes between two Globs."""
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-    dirs = sorted(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()) + [root]
-    links = sorted(p for p in root.rglob("*") if p.is_symlink())
-    folder = rng.choice(dirs)
+    everything = sorted(root.rglob("*"))
+    files = [p for p in everything if p.is_file() and not p.is_symlink()]
+    dirs = [root] + [p for p in everything if p.is_dir() and not p.is_symlink()]
+    links = [p for p in everything if p.is_symlink()]
+    folder, sub = rng.choice(dirs), rng.choice(dirs[1:] or [None])
+    name = rng.choice(["x", "y", ".h", "l"]) + str(rng.randint(0, 9)) + rng.choice([".py", ".txt", ""])
+    free = lambda path: not path.exists() and not path.is_symlink()  # noqa: E731
     action = rng.choice(["create", "create", "delete", "rename", "move", "mkdir", "dir_to_file", "file_to_dir",
                          "link", "retarget", "unlink_target", "rmtree"])
-    name = rng.choice(["x", "y", "z", ".h", "l"]) + str(rng.randint(0, 9)) + rng.choice([".py", ".txt", ""])
-    if action == "create" or (not files and action in ("delete", "rename", "move", "file_to_dir", "unlink_target")):
-        (folder / name).unlink(missing_ok=True) if (folder / name).is_symlink() or (folder / name).is_file() else None
-        if not (folder / name).exists():
-            (folder / name).write_text("new")
+    if not files and action in ("delete", "rename", "move", "file_to_dir"):
+        action = "create"
+    if action == "create" and free(folder / name):
+        (folder / name).write_text("new")
     elif action == "delete":
         rng.choice(files).unlink()
-    elif action == "rename":
-        source = rng.choice(files)
-        target = source.with_name(name)
-        if not target.exists() and not target.is_symlink():
-            source.rename(target)
-    elif action == "move":
-        source = rng.choice(files)
-        target = folder / source.name
-        if not target.exists() and not target.is_symlink():
-            source.rename(target)
-    elif action == "mkdir":
-        new = folder / f"d{rng.randint(0, 99)}"
-        if not new.exists() and not new.is_symlink():
-            _touch(new, "inner.py", "deep/more.txt", ".dot.py")
-    elif action == "dir_to_file" and folder != root:
-        import shutil
-
-        shutil.rmtree(folder)
-        folder.write_text("was a folder")
-    elif action == "file_to_dir" and files:
+    elif action == "rename" and free((source := rng.choice(files)).with_name(name)):
+        source.rename(source.with_name(name))  # same folder, same second
+    elif action == "move" and free(folder / (source := rng.choice(files)).name):
+        source.rename(folder / source.name)  # to another folder
+    elif action == "mkdir" and free(new := folder / f"d{rng.randint(0, 99)}"):
+        _touch(new, "inner.py", "deep/more.txt", ".dot.py")
+    elif action == "dir_to_file" and sub is not None:
+        shutil.rmtree(sub)
+        sub.write_text("was a folder")
+    elif action == "file_to_dir":
         victim = rng.choice(files)
         victim.unlink()
         _touch(victim, "now_a_folder.py")
-    elif action == "link":
-        link = folder / f"l{rng.randint(0, 99)}.py"
-        if not link.exists() and not link.is_symlink():
-            link.symlink_to(rng.choice(files + dirs + [outside / "secret.py", root / "missing.py"]))
+    elif action == "link" and free(link := folder / f"l{rng.randint(0, 99)}.py"):
+        link.symlink_to(rng.choice(files + dirs + [outside / "secret.py", root / "missing.py"]))
     elif action == "retarget" and links:
         link = rng.choice(links)
         link.unlink()
         link.symlink_to(rng.choice(files + dirs + [outside / "secret.py"]))
     elif action == "unlink_target" and links:
-        # The link's own folder does not change: only a resolution on every Glob notices.
+        # The link's own folder does not change: only resolving links on every Glob notices this.
         target = Path(os.path.realpath(rng.choice(links)))
         if target.is_file() and str(target).startswith(str(root) + "/"):
             target.unlink()
-    elif action == "rmtree" and folder != root:
-        import shutil
-
-        shutil.rmtree(folder)
+    elif action == "rmtree" and sub is not None:
+        shutil.rmtree(sub)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -200,8 +190,7 @@ def test_unchanged_folders_are_not_read_again(ws: Workspace, monkeypatch: pytest
     monkeypatch.setattr(listing, "RACY_NS", 0)
     _touch(ws.root, "a/one.py", "a/b/two.py", "c/three.py")
     reads: list[str] = []
-    real_scandir = os.scandir
-    monkeypatch.setattr(listing.os, "scandir", lambda path: reads.append(path) or real_scandir(path))
+    monkeypatch.setattr(listing, "scandir", lambda path: reads.append(path) or os.scandir(path))
     assert ws_glob(ws, "**/*.py") == ["a/b/two.py", "a/one.py", "c/three.py"]
     assert len(reads) == 4  # the root, a, a/b and c
     reads.clear()
@@ -212,6 +201,19 @@ def test_unchanged_folders_are_not_read_again(ws: Workspace, monkeypatch: pytest
     assert reads == [str(ws.root / "a" / "b") + "/"]  # only the folder that changed
 
 
+def test_a_folder_mtime_set_back_is_caught_by_its_ctime(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaf_cli.tools import listing
+
+    monkeypatch.setattr(listing, "RACY_NS", 0)
+    _touch(ws.root, "pkg/a.py")
+    before = os.stat(ws.root / "pkg")
+    assert ws_glob(ws, "**/*.py") == ["pkg/a.py"]
+    (ws.root / "pkg" / "b.py").write_text("")
+    os.utime(ws.root / "pkg", ns=(before.st_atime_ns, before.st_mtime_ns))  # as `tar x` or `touch -d` would
+    assert os.stat(ws.root / "pkg").st_mtime_ns == before.st_mtime_ns
+    assert ws_glob(ws, "**/*.py") == ["pkg/a.py", "pkg/b.py"]
+
+
 def test_racy_listings_are_read_again_on_coarse_timestamps(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     # A filesystem whose timestamps did not tick between two changes: the folder's stamp stays the same.
     # Listings taken within RACY_NS of that stamp are not trusted, so the second change is still seen.
@@ -219,15 +221,14 @@ def test_racy_listings_are_read_again_on_coarse_timestamps(ws: Workspace, monkey
 
     from leaf_cli.tools import listing
 
-    frozen = time_ns = __import__("time").time_ns()
-    real_lstat = os.lstat
+    frozen = time.time_ns()
 
     def coarse_lstat(path: str) -> SimpleNamespace:
-        info = real_lstat(path)
+        info = os.lstat(path)
         return SimpleNamespace(st_mode=info.st_mode, st_dev=info.st_dev, st_ino=info.st_ino,
-                               st_mtime_ns=frozen, st_ctime_ns=time_ns)
+                               st_mtime_ns=frozen, st_ctime_ns=frozen)
 
-    monkeypatch.setattr(listing.os, "lstat", coarse_lstat)
+    monkeypatch.setattr(listing, "lstat", coarse_lstat)
     _touch(ws.root, "a.py")
     assert ws_glob(ws, "*.py") == ["a.py"]
     (ws.root / "b.py").write_text("")

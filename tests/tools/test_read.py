@@ -51,6 +51,14 @@ def test_empty_file(call, ws: Workspace) -> None:
     assert call("Read", file_path="empty", offset=2).startswith("ValueError: offset 2 is past the end of the file (0 lines)")
 
 
+def test_empty_file_is_cut_alike_whole_and_streamed(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    (ws.root / "empty").write_text("")
+    monkeypatch.setattr(read_mod, "READ_CHARS", 3)
+    whole = run_read(ReadArgs(file_path="empty"), ws)
+    monkeypatch.setattr(read_mod, "WHOLE_FILE_BYTES", -1)
+    assert run_read(ReadArgs(file_path="empty"), ws) == whole == "emp\n[truncated 3 chars]"
+
+
 def test_line_endings_bom_and_invalid_utf8(call, ws: Workspace) -> None:
     (ws.root / "crlf.txt").write_bytes(b"a\r\nb\r\n\r\nc")
     assert call("Read", file_path="crlf.txt") == "crlf.txt\n1. a\n2. b\n3. \n4. c"
@@ -156,3 +164,43 @@ def test_huge_file_keeps_only_the_head(call, ws: Workspace) -> None:
     assert out.endswith(f"\n[truncated {full - 20_000} chars]")
     assert len(out) == 20_000 + len(f"\n[truncated {full - 20_000} chars]")
     assert peak < 8 << 20  # the file renders to ~5.7 MB; only chunks and the 20,000-char head are held
+
+
+def test_many_short_lines_past_the_cap_match_the_harness(call, ws: Workspace) -> None:
+    # More lines than could ever fit under the cap: only the head is numbered, the rest only counted.
+    text = "".join(f"{i % 7}\n" for i in range(70_000))
+    (ws.root / "short.txt").write_text(text)
+    assert call("Read", file_path="short.txt") == _harness(text, "short.txt")
+    assert call("Read", file_path="short.txt", offset=25_000, limit=4_000) == _harness(text, "short.txt", 25_000, 4_000)
+    assert call("Read", file_path="short.txt", offset=10_000) == _harness(text, "short.txt", 10_000)
+    # Line numbers past the table of ready-made `N. ` prefixes (65,536) are formatted on the spot.
+    assert call("Read", file_path="short.txt", offset=65_530, limit=20) == _harness(text, "short.txt", 65_530, 20)
+
+
+TRICKY_PATHS = ["pkg/m.py", "./pkg/m.py", "pkg//m.py", "pkg/./m.py", "pkg/../pkg/m.py", "alias/m.py", "link.py",
+                "pkg/", ".", "ABS", "missing.py", "pkg/missing/x.py", "alias/../pkg/m.py", "../work/pkg/m.py"]
+
+
+@pytest.mark.parametrize("path", TRICKY_PATHS)
+def test_kernel_resolution_agrees_with_realpath(path: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Workspace.resolve asks the kernel for the real path (an O_PATH open and its /proc fd); with /proc
+    # switched off it falls back to lstat and realpath. Both must give the same path, or the same refusal.
+    from leaf_cli.tools import workspace as ws_mod
+
+    (ws.root / "pkg").mkdir()
+    (ws.root / "pkg" / "m.py").write_text("x = 1\n")
+    (ws.root / "alias").symlink_to("pkg")
+    (ws.root / "link.py").symlink_to(ws.root / "pkg" / "m.py")
+    path = str(ws.root / "alias" / "m.py") if path == "ABS" else path
+
+    def outcome() -> str:
+        try:
+            return str(ws.resolve(path)) + " | " + run_read(ReadArgs(file_path=path), ws)
+        except Exception as exc:  # noqa: BLE001 - the observation text is what must agree
+            return f"{type(exc).__name__}: {exc}"
+
+    fast = outcome()
+    monkeypatch.setitem(ws_mod._proc, "works", False)
+    assert outcome() == fast
+    if path in ("alias/m.py", "link.py", "ABS"):
+        assert fast == f"{ws.root / 'pkg' / 'm.py'} | pkg/m.py\n1. x = 1"  # shown by its real path

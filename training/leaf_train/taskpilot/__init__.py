@@ -1,1 +1,6 @@
-"""TaskPilot: policy-calibrated task synthesis."""
+"""TaskPilot: policy-calibrated task synthesis (see training/TASKPILOT.md).
+
+snapshots (sources, snapshot, suite) -> generators (procedural + mutate, combine, llm) -> validate ->
+calibrate (policy) -> refine (statement) -> tasks.jsonl + report. Entry points: `cli.synth_command`,
+`pipeline.run(SynthConfig)`. Nothing is imported here, so `leaf --help` stays fast.
+"""

@@ -89,7 +89,8 @@ def synth(
 def main(argv: list[str]) -> int:
     """Entry point for `leaf train synth ARGS...`: returns the exit status."""
     try:
-        app(args=argv, prog_name="leaf train synth", standalone_mode=False)
+        code = app(args=argv, prog_name="leaf train synth", standalone_mode=False)
+        return code if isinstance(code, int) else 0  # click returns typer.Exit's code in this mode
     except typer.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
@@ -101,4 +102,3 @@ def main(argv: list[str]) -> int:
             exc.show()
             return exc.exit_code
         raise
-    return 0

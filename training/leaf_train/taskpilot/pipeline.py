@@ -9,7 +9,9 @@ half-done rollouts continue inside their eval run folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -18,16 +20,16 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from leaf_cli.tasks import Environment, Sandbox, make_sandbox
+from leaf_cli.tasks.patches import split_files
 from leaf_train.taskpilot import combine, llm, procedural, statement
 from leaf_train.taskpilot.calibrate import calibrate
 from leaf_train.taskpilot.candidate import Candidate, Decision, Validation, digest
 from leaf_train.taskpilot.config import SynthConfig
-from leaf_cli.tasks.patches import split_files
 from leaf_train.taskpilot.policy import Policy
 from leaf_train.taskpilot.refine import CannotRefine, refine, write_statement
-from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment
+from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment, export
 from leaf_train.taskpilot.sources import SkippedSource, SourceError, SourceTree, resolve
-from leaf_train.taskpilot.store import Store
+from leaf_train.taskpilot.store import Store, read_jsonl
 from leaf_train.taskpilot.tasks_out import final_task
 from leaf_train.taskpilot.validate import validate
 
@@ -81,7 +83,7 @@ def run(cfg: SynthConfig, on_event: OnEvent | None = None) -> Run:
 
 def prepare_snapshots(ctx: Run) -> None:
     """Resolve, build and baseline every source; skipped ones are recorded with the reason."""
-    cfg, known = ctx.cfg, {r["id"]: r for r in _read(ctx.store.path("snapshots"))}
+    cfg, known = ctx.cfg, {r["id"]: r for r in read_jsonl(ctx.store.path("snapshots"))}
     for spec in cfg.sources:
         try:
             trees = resolve(spec, cfg.cache)
@@ -138,25 +140,19 @@ def _fresh(ctx: Run, snap: Snapshot) -> Iterator[Candidate]:
         return llm.generate(snap, cfg.out, ctx.envs[snap.id], ctx.sandbox,
                             lambda: OpenAIEngine(cfg.generator_url or "", cfg.generator_model),
                             max_turns=cfg.generator_max_turns, attempts=cfg.max_candidates, log_dir=cfg.out / "generation")
-    with _tree(ctx, snap) as tree:
+    with _clean_tree(ctx, snap) as tree:
         singles = list(procedural.generate(snap, tree, ctx.covers[snap.id], cfg.seed))
     if cfg.generator == "procedural":
         return iter(singles)
     return combine.generate(snap, cfg.out, iter(singles), lambda c: validation(ctx, c), cfg.combine_size)
 
 
-def _tree(ctx: Run, snap: Snapshot):  # noqa: ANN202 - a context manager yielding the clean tree
-    import contextlib
-    import tempfile
-
-    from leaf_train.taskpilot.snapshot import export
-
-    @contextlib.contextmanager
-    def clean() -> Iterator[Path]:
-        with tempfile.TemporaryDirectory(prefix="taskpilot-src-") as tmp:
-            export(ctx.cfg.out / snap.repo, snap.commit, Path(tmp) / "tree")
-            yield Path(tmp) / "tree"
-    return clean()
+@contextlib.contextmanager
+def _clean_tree(ctx: Run, snap: Snapshot) -> Iterator[Path]:
+    """The snapshot's clean files in a temporary folder (the generators read sources from it)."""
+    with tempfile.TemporaryDirectory(prefix="taskpilot-src-") as tmp:
+        export(ctx.cfg.out / snap.repo, snap.commit, Path(tmp) / "tree")
+        yield Path(tmp) / "tree"
 
 
 def validation(ctx: Run, cand: Candidate) -> Validation:
@@ -255,10 +251,3 @@ def _decide(ctx: Run, root: Candidate, cand: Candidate, accepted: bool, reason: 
     ctx.store.append("decisions", decision)
     ctx.emit("accepted" if accepted else "dropped", f"{root.id}: {reason}")
     return decision
-
-
-def _read(path: Path) -> list[dict]:
-    from leaf_train.taskpilot.store import read_jsonl
-
-    return read_jsonl(path)
-
