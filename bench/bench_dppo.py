@@ -90,7 +90,7 @@ def bench_rollout(path, repeats: int, max_tokens: int = 48) -> dict[str, float]:
 
     prompt = engine._encode(engine.render(conversation().messages, [], True, False))
     ids = torch.tensor([prompt])
-    raw, leaf, leaf4 = [], [], []
+    raw, leaf, leaf4 = [0, 0.0], [0, 0.0], [0, 0.0]  # [tokens, seconds], summed over repeats
     for r in range(repeats):
         torch.manual_seed(r)
         began = time.perf_counter()
@@ -98,11 +98,11 @@ def bench_rollout(path, repeats: int, max_tokens: int = 48) -> dict[str, float]:
             out = engine.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=0.7,
                                         top_k=None, top_p=None, max_new_tokens=max_tokens,
                                         eos_token_id=engine.stop_ids, pad_token_id=engine.stop_ids[0])
-        raw.append((out.shape[1] - len(prompt)) / (time.perf_counter() - began))
+        _add(raw, out.shape[1] - len(prompt), began)
         torch.manual_seed(r)
         began = time.perf_counter()
         turn = engine.complete(conversation(), [], sampling)
-        leaf.append(turn.usage.completion_tokens / (time.perf_counter() - began))
+        _add(leaf, turn.usage.completion_tokens, began)
         convs = [conversation() for _ in range(4)]
         began = time.perf_counter()
         threads = [threading.Thread(target=batched.complete, args=(c, [], sampling)) for c in convs]
@@ -110,8 +110,16 @@ def bench_rollout(path, repeats: int, max_tokens: int = 48) -> dict[str, float]:
             t.start()
         for t in threads:
             t.join()
-        leaf4.append(sum(sum(c.token_log.mask) for c in convs) / (time.perf_counter() - began))
-    return {"generate": statistics.median(raw), "engine": statistics.median(leaf), "engine_x4": statistics.median(leaf4)}
+        _add(leaf4, sum(sum(c.token_log.mask) for c in convs), began)
+    rates = {name: tokens / seconds for name, (tokens, seconds) in
+             (("generate", raw), ("engine", leaf), ("engine_x4", leaf4))}
+    rates["tokens"] = (raw[0], leaf[0], leaf4[0])
+    return rates
+
+
+def _add(total: list, tokens: int, began: float) -> None:
+    total[0] += tokens
+    total[1] += time.perf_counter() - began
 
 
 def main() -> None:
@@ -128,7 +136,8 @@ def main() -> None:
     print(f"training step, SmolLM2-135M fp32, 4 x 256 tokens (160 trainable each), {torch.get_num_threads()} threads:")
     print(f"  cross-entropy step {ce:.3f} s   DPPO step {dppo:.3f} s   ratio {dppo / ce:.3f}  (target <= 1.15)")
     rates = bench_rollout(path, args.repeats)
-    print("rollout, 48 tokens max per reply, temperature 0.7:")
+    print(f"rollout, 48 tokens max per reply, temperature 0.7 (tokens sampled: generate {rates['tokens'][0]}, "
+          f"engine {rates['tokens'][1]}, batched {rates['tokens'][2]}):")
     print(f"  model.generate alone {rates['generate']:.1f} tok/s   engine {rates['engine']:.1f} tok/s   "
           f"ratio {rates['engine'] / rates['generate']:.3f}")
     print(f"  engine, 4 conversations batched {rates['engine_x4']:.1f} tok/s   "

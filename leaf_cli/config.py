@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     pass_env: list[str] = Field(default_factory=list, description="Secret-looking variables Bash may still see (names).")
     quiet: bool = Field(False, description="Hide the model's reasoning in the live view.")
     constrain_tools: bool = Field(False, description="Grammar-constrain tool calls (in-process engine).")
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature; the model's manifest decides when unset.")
+    seed: int | None = Field(None, description="Sampling seed, for reproducible runs.")
 
 
 def user_config_path() -> Path:

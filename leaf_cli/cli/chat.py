@@ -104,7 +104,16 @@ class ChatSession:
         self.undone = False
 
     def loop(self) -> None:
-        """Read and handle messages until the user leaves, then review the chat's changes."""
+        """Read and handle messages until the user leaves, then review the chat's changes.
+
+        Outside the agent's turn Ctrl-C is a key the prompt reads, never a signal: a press between two prompts
+        (or while a command prints) is dropped instead of landing in the middle of the chat's bookkeeping.
+        """
+        with _sigint_held():
+            self._read_loop()
+        self.close()
+
+    def _read_loop(self) -> None:
         from leaf_cli.repo.runs import state_root
         from leaf_cli.ui.chat_input import KEYS_HELP, ChatInput
 
@@ -124,15 +133,11 @@ class ChatSession:
             except EOFError:
                 break
             armed = False
-            try:
-                if _command_word(text) is not None:
-                    if not self.command(text):
-                        break
-                elif text.strip():
-                    self.send(text)
-            except KeyboardInterrupt:  # a press outside the agent's turn (e.g. during /diff): back to the prompt
-                self.console.print("[yellow]interrupted[/yellow]")
-        self.close()
+            if _command_word(text) is not None:
+                if not self.command(text):
+                    break
+            elif text.strip():
+                self.send(text)
 
     def command(self, text: str) -> bool:
         """Carry out a slash command; False means leave."""
@@ -190,12 +195,14 @@ class ChatSession:
         view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)
         self.current.view = view
         limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
-        sampling = sampling_for_model(self.settings.model)
+        sampling = sampling_for_model(self.settings)
         traj = None
         try:
-            traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
-                               conversation=self.conversation, on_event=view, gate=self.gate, trajectory_path=path,
-                               run_id=self.run.run_id, patch_fn=lambda: lifecycle.run_patch(self.run))
+            with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
+                traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
+                                   conversation=self.conversation, on_event=view, gate=self.gate,
+                                   trajectory_path=path, run_id=self.run.run_id,
+                                   patch_fn=lambda: lifecycle.run_patch(self.run))
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
@@ -274,6 +281,16 @@ class _sigint_held:
 
     def __enter__(self) -> None:
         self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *_exc: object) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+class _sigint_live:
+    """Ctrl-C raises KeyboardInterrupt for the duration (Python's default), whatever the handler around it."""
+
+    def __enter__(self) -> None:
+        self.previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def __exit__(self, *_exc: object) -> None:
         signal.signal(signal.SIGINT, self.previous)

@@ -38,6 +38,10 @@ def fix(
     pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
     quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.")] = None,
+    constrain_tools: Annotated[Optional[bool], typer.Option("--constrain-tools/--no-constrain-tools",
+                               help="Grammar-constrain replies to text + well-formed tool calls (in-process engine).")] = None,
+    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature (default: the model's).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")] = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository (a `leaf chat` too). A new "
                                  "process has no token cache: its first turn evaluates the whole saved conversation again, "
                                  "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,
@@ -48,7 +52,8 @@ def fix(
     _sigterm_as_interrupt()
     root = (workdir or Path.cwd()).expanduser().resolve()
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx, "mode": mode,
-             "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet}
+             "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
+             "temperature": temperature, "seed": seed}
     plan = session.prepare(root, flags, text=text, issue_file=issue_file, gh=gh, yes=yes, json_out=json_out,
                            continue_=continue_, branch=branch, trajectory=trajectory)
     result = session.execute(plan)

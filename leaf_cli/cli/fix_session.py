@@ -146,7 +146,7 @@ def execute(plan: Plan) -> Result:
     workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env),
                           bash_prefix=sandbox_prefix(settings.sandbox, plan.root))
     traj = run_episode(plan.task, plan.engine, workspace, limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
-                       sampling=sampling_for_model(settings.model), conversation=plan.conversation, on_event=view,
+                       sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
                        gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                        run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
     view.pause()
@@ -166,16 +166,19 @@ def execute(plan: Plan) -> Result:
                   trajectory=str(trajectory_path), run_id=run.run_id)
 
 
-def sampling_for_model(spec: str) -> Any:
-    """The model's recommended sampling, or None (the loop's defaults) when it has none."""
+def sampling_for_model(settings: Any) -> Any:
+    """The model's recommended sampling (the loop's defaults when it has none), with the user's
+    `temperature` and `seed` on top."""
+    from leaf_cli.llm.engine import Sampling
+    from leaf_cli.models.resolve import sampling_for
+
     try:
-        from leaf_cli.models.resolve import sampling_for
-    except ImportError:
-        return None
-    try:
-        return sampling_for(spec)
+        sampling = sampling_for(settings.model)
     except LeafError:
-        return None
+        sampling = None
+    sampling = sampling or Sampling()
+    overrides = {k: v for k in ("temperature", "seed") if (v := getattr(settings, k)) is not None}
+    return sampling.model_copy(update=overrides)
 
 
 def sandbox_prefix(kind: str, root: Path) -> list[str]:

@@ -92,6 +92,8 @@ class TransformersEngine:
         began = time.monotonic()
         log = self._extend_log(conversation, tools, sampling.enable_thinking)
         prompt_len = len(log.ids)
+        # A generation prompt that opens <think> (Qwen3.5) means the reply starts inside the reasoning.
+        in_reasoning = self.tokenizer.decode(log.ids[-4:], skip_special_tokens=False).rstrip().endswith("<think>")
         budget = min(sampling.max_tokens, self.context_limit - prompt_len)
         if budget <= 0:
             raise ContextOverflow(f"prompt of {prompt_len} tokens fills the {self.context_limit}-token context")
@@ -104,7 +106,7 @@ class TransformersEngine:
         log.append_sampled(ids, logprobs, version)
         stopped = bool(ids) and ids[-1] in self.stop_ids
         text = self.tokenizer.decode(ids[:-1] if stopped else ids, skip_special_tokens=False)
-        parsed = parse_reply(text, tools)
+        parsed = parse_reply(text, tools, in_reasoning=in_reasoning)
         if on_delta is not None:
             if parsed.reasoning:
                 on_delta("reasoning", parsed.reasoning)

@@ -101,6 +101,7 @@ def test_ctrl_c_stops_the_turn_not_the_chat(git_repo: Path, tmp_path: Path) -> N
     child.expect(PROMPT)
     child.sendcontrol("c")
     child.expect("Ctrl-C again")
+    child.expect(PROMPT)  # a press before the prompt is back is dropped, never half-handled
     child.sendcontrol("c")
     child.expect(pexpect.EOF)
     child.close()

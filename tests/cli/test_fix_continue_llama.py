@@ -2,8 +2,8 @@
 
 A new process has no token cache: the reloaded conversation (messages only) is rendered once with the model's
 own template, earlier assistant turns included, and later turns of the continued run evaluate only their new
-tokens. SmolLM2 has no tool format of its own, so the runs use the tool grammar (LEAF_CONSTRAIN_TOOLS=1) and
-a task that asks for a call; sampling is the model manifest's (temperature 0.2).
+tokens. SmolLM2 has no tool format of its own, so the runs use the tool grammar (--constrain-tools) and a task
+that asks for a call, decoded greedily (--temperature 0) so the test does not rest on sampling luck.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ FOLLOW_UP = "Call the Glob tool now. Reply with only a <tool_call> block."
 
 def _fix(repo: Path, home: Path, *args: str) -> dict[str, Any]:
     """`leaf fix --json` as its own process (the point: nothing survives in memory between runs)."""
-    env = {**os.environ, "LEAF_CONSTRAIN_TOOLS": "1", "HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "leaf_cli", "fix", "--json", "--model", "smollm2-135m", *args],
+    env = {**os.environ, "HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "leaf_cli", "fix", "--json", "--model", "smollm2-135m",
+                           "--constrain-tools", "--temperature", "0", *args],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.count("\n") == 1, proc.stderr[-2000:]
     return json.loads(proc.stdout)
@@ -41,7 +42,7 @@ def test_continue_rerenders_the_conversation_then_reuses_the_cache(git_repo: Pat
 
     home = tmp_path / "home"
     home.mkdir()
-    first = _fix(git_repo, home, "--max-turns", "1", "Say hello.")
+    first = _fix(git_repo, home, "--max-turns", "1", FOLLOW_UP)  # a call in the history invites another
     second = _fix(git_repo, home, "--continue", "--max-turns", "2", FOLLOW_UP)
 
     assert second["messages"][:len(first["messages"])] == first["messages"]  # the same conversation, continued

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ def test_every_field_is_documented() -> None:
     def walk(model: type) -> None:
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name} has no description"
-            inner = field.annotation
-            if isinstance(inner, type) and hasattr(inner, "model_fields"):
-                walk(inner)
+            for inner in (field.annotation, *typing.get_args(field.annotation)):
+                if isinstance(inner, type) and hasattr(inner, "model_fields"):
+                    walk(inner)
 
     walk(RLConfig)
 

@@ -60,8 +60,10 @@ def test_run_resumes_from_its_checkpoint(tmp_path: Path, model_cache: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     _need_smollm2()
     out = tmp_path / "run"
-    small = {"rollout": {**__import__("yaml").safe_load(SMOKE.read_text())["rollout"], "groups_per_step": 1},
-             "checkpoint_every": 1}
+    import yaml
+
+    rollout = {**yaml.safe_load(SMOKE.read_text())["rollout"], "groups_per_step": 1, "workers": 1}
+    small = {"rollout": rollout, "checkpoint_every": 1}
     assert main(["--config", str(_config(tmp_path, model_cache, steps=1, **small)), "--out", str(out)]) == 0
     assert (out / "checkpoints" / "step_000001" / "state.json").is_file()
     assert main(["--config", str(_config(tmp_path, model_cache, steps=2, **small)), "--out", str(out)]) == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,6 @@ def main(cfg: RLConfig) -> Path:
     logger = MetricsLogger(out, cfg.logging, cfg.model_dump()) if accelerator.is_main_process else None
     try:
         for step in range(start, cfg.steps):
-            import time
-
             waited = time.monotonic()
             samples = [s for group in scheduler.batch(step) for s in group]
             metrics = {"rollout_wait_seconds": time.monotonic() - waited, **trainer.step(samples)}

@@ -48,6 +48,9 @@ class _Mutator(cst.CSTTransformer):
         self.applied = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.target is not None:  # applying: positions are not needed (and cost a metadata pass)
+            self.functions.append((node.name.value, (0, 0)))
+            return
         first = self.get_metadata(PositionProvider, node).start.line
         self.functions.append((node.name.value, (first, self.get_metadata(PositionProvider, node.name).start.line)))
 
@@ -161,7 +164,7 @@ def sites(path: str, source: str) -> list[Site]:
 def apply(source: str, site: Site) -> str | None:
     """`source` with `site` rewritten, or None when the rewrite is a no-op or does not compile."""
     mutator = _Mutator(site.path, (site.operator, site.index))
-    new = MetadataWrapper(cst.parse_module(source)).visit(mutator).code
+    new = cst.parse_module(source).visit(mutator).code
     if not mutator.applied or new == source:
         return None
     try:

@@ -141,10 +141,11 @@ def _fresh(ctx: Run, snap: Snapshot) -> Iterator[Candidate]:
                             lambda: OpenAIEngine(cfg.generator_url or "", cfg.generator_model),
                             max_turns=cfg.generator_max_turns, attempts=cfg.max_candidates, log_dir=cfg.out / "generation")
     with _clean_tree(ctx, snap) as tree:
-        singles = list(procedural.generate(snap, tree, ctx.covers[snap.id], cfg.seed))
+        sources = procedural.read_sources(tree, ctx.covers[snap.id])
+    singles = procedural.generate(snap, sources, ctx.covers[snap.id], cfg.seed)
     if cfg.generator == "procedural":
-        return iter(singles)
-    return combine.generate(snap, cfg.out, iter(singles), lambda c: validation(ctx, c), cfg.combine_size)
+        return singles
+    return combine.generate(snap, cfg.out, singles, lambda c: validation(ctx, c), cfg.combine_size)
 
 
 @contextlib.contextmanager

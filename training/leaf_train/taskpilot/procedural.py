@@ -39,18 +39,20 @@ def covered_functions(cover: Cover) -> dict[tuple[str, str], list[tuple[int, str
     return index
 
 
-def generate(snap: Snapshot, tree: Path, cover: Cover, seed: int) -> Iterator[Candidate]:
-    """Candidates for every covered site of the clean `tree`, round-robin over functions, seeded."""
+def read_sources(tree: Path, cover: Cover) -> dict[str, str]:
+    """The text of every covered, non-test Python file of the clean `tree` (read once, up front)."""
+    paths = sorted({p for p, _ in covered_functions(cover)})
+    return {p: (tree / p).read_text(encoding="utf-8") for p in paths if p.endswith(".py") and (tree / p).is_file()}
+
+
+def generate(snap: Snapshot, sources: dict[str, str], cover: Cover, seed: int) -> Iterator[Candidate]:
+    """Candidates for every covered site of `sources`, round-robin over functions, seeded. Lazy: each
+    bug is materialized only when drawn (a package has thousands of sites)."""
     index = covered_functions(cover)
     by_function: dict[tuple[str, str, int], list[mutate.Site]] = defaultdict(list)
-    sources: dict[str, str] = {}
-    for path in sorted({p for p, _ in index}):
-        file = tree / path
-        if not file.is_file() or file.suffix != ".py":
-            continue
-        sources[path] = file.read_text(encoding="utf-8")
+    for path, text in sources.items():
         try:
-            found = mutate.sites(path, sources[path])
+            found = mutate.sites(path, text)
         except Exception:  # noqa: BLE001 - a file libcst cannot parse just offers no sites
             continue
         for site in found:
