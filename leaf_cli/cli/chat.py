@@ -35,6 +35,10 @@ def chat(
     sandbox: Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")] = None,
     pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
     quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
+    constrain_tools: Annotated[Optional[bool], typer.Option("--constrain-tools/--no-constrain-tools",
+                               help="Grammar-constrain replies to text + well-formed tool calls (in-process engine).")] = None,
+    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature (default: the model's).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")] = None,
 ) -> None:
     """Talk to the agent in this git repository; each message runs it until its answer.
 
@@ -54,7 +58,8 @@ def chat(
     root = (workdir or Path.cwd()).expanduser().resolve()
     top = ensure_git_work_tree(root)
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
-             "mode": mode, "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet}
+             "mode": mode, "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
+             "temperature": temperature, "seed": seed}
     settings, _origins = load_settings(flags, top)
     engine = make_engine_for(settings, yes=yes)
     _sigterm_as_exit()

@@ -35,6 +35,7 @@ def test_installed_wheel_finds_the_shipped_manifests(tmp_path: Path) -> None:
         assert f"leaf_cli/models/manifests/{model}.toml" in names
         assert f"leaf_cli/models/manifests/{model}.md" in names, \
             'pyproject.toml: [tool.setuptools.package-data] leaf_cli needs "models/manifests/*.md"'
+    assert "leaf_train/prompts/generate_task.v1.md" in names  # TaskPilot's llm generator needs its prompts
 
     # "Install" it: unpack into a folder and import leaf from there only. -S keeps the editable install's
     # .pth finder out; site-packages stays on the path (after the wheel) for pydantic and friends.

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # one venv build and two eval runs with pytest grading: about a minute
 
 from leaf_cli.agent import Limits  # noqa: E402
 from leaf_cli.llm.engine import Sampling  # noqa: E402

@@ -98,3 +98,32 @@ def test_checkpoint_resume_restores_everything(tiny_model_dir, tmp_path) -> None
     for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
         assert torch.equal(a, b), k
     assert fresh_opt.state_dict()["state"][0]["step"] == opt.state_dict()["state"][0]["step"]
+
+
+def test_lora_step_checkpoint_and_rollout_copy(tiny_model_dir, tmp_path) -> None:
+    pytest.importorskip("peft")
+    import copy
+
+    from leaf_cli.llm.transformers_engine import TransformersEngine
+    from leaf_train.rl.config import ModelConfig
+    from leaf_train.rl.model import load_policy, rollout_state
+
+    cfg = ModelConfig(path=str(tiny_model_dir), lora={"r": 4, "alpha": 8})
+    model, tokenizer = load_policy(cfg, tiny_model_dir)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    engine = TransformersEngine(copy.deepcopy(model).eval(), tokenizer)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    trainer = Trainer(RLConfig(), model, opt, pad_id=0)
+    trainer.step(_samples(model.eval()))
+    state = rollout_state(model)
+    assert state and all("lora_" in k for k in state)
+    engine.load_weights(state, trainer.version)
+    for k, v in engine.model.state_dict().items():
+        assert torch.equal(v, model.state_dict()[k]), k
+    path = save_checkpoint(tmp_path, 1, model, opt, {"version": 1})
+    assert (path / "model" / "adapter_model.safetensors").is_file()
+    fresh, _ = load_policy(cfg, tiny_model_dir)
+    load_checkpoint(path, fresh, torch.optim.AdamW([p for p in fresh.parameters() if p.requires_grad], lr=1e-2))
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, fresh.state_dict()[k]), k

@@ -73,7 +73,10 @@ def summary_markdown(state: IterationState, metrics: list[dict[str, Any]], plots
               "| --- | --- | --- | --- | --- |"]
     for r in metrics:
         lines.append(f"| {r['step']} | {r.get('reward_mean', 0):.3f} | {r.get('episode_tokens_mean', 0):.1f} | "
-                     f"{r.get('tokens', 0):.0f} | {r.get('loss', float('nan')):.4g} |")
+                     f"{r.get('tokens', 0):.0f} | {_num(r.get('loss'))} |")
+    updated = sum(1 for r in metrics if r.get("tokens", 0) > 0)
+    lines += ["", f"{updated} of {len(metrics)} steps updated the policy (the others had equal shaped rewards "
+                  "in every group, hence zero advantage and no gradient)."]
     lines += [""] + [f"![{p[:-4]}]({p})" for p in plots] + [""]
     lines += ["## Export", ""]
     if export:
@@ -89,6 +92,10 @@ def summary_markdown(state: IterationState, metrics: list[dict[str, Any]], plots
     lines += [f"| {k} | {v:.0f} |" for k, v in wall_seconds.items()]
     lines.append(f"| total | {sum(wall_seconds.values()):.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _stats_text(evaluations: list) -> str:

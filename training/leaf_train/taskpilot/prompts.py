@@ -10,7 +10,8 @@ import os
 import re
 from pathlib import Path
 
-PROMPT_DIR = Path(__file__).resolve().parents[2] / "prompts"
+# `leaf_train/prompts` links to training/prompts, so the files ship inside the wheel as package data.
+PROMPT_DIR = Path(__file__).resolve().parents[1] / "prompts"
 
 
 def find(name: str) -> Path:
