@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from leaf_cli.cli import options as opt
 from leaf_cli.cli.common import user_errors
 
 
@@ -24,21 +25,20 @@ def register(app: typer.Typer) -> None:
 
 @user_errors
 def chat(
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Where to work (default: here).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Registry name, .gguf, hf:..., replay:PATH.")] = None,
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    workdir: opt.Workdir = None,
+    model: opt.Model = None,
+    base_url: opt.BaseUrl = None,
     max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns per message.")] = None,
     max_time: Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit per message, seconds.")] = None,
-    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=256, help="Context window (in-process engine).")] = None,
+    n_ctx: opt.NCtx = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes on exit.")] = False,
-    mode: Annotated[Optional[str], typer.Option("--mode", help="ask | auto-edit | yolo.")] = None,
-    sandbox: Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")] = None,
-    pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
-    quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
-    constrain_tools: Annotated[Optional[bool], typer.Option("--constrain-tools/--no-constrain-tools",
-                               help="Grammar-constrain replies to text + well-formed tool calls (in-process engine).")] = None,
-    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature (default: the model's).")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")] = None,
+    mode: opt.Mode = None,
+    sandbox: opt.Sandbox = None,
+    pass_env: opt.PassEnv = None,
+    quiet: opt.Quiet = None,
+    constrain_tools: opt.ConstrainTools = None,
+    temperature: opt.Temperature = None,
+    seed: opt.Seed = None,
 ) -> None:
     """Talk to the agent in this git repository; each message runs it until its answer.
 

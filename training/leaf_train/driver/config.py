@@ -1,9 +1,11 @@
-"""The iteration config: TaskPilot, DPPO, validation, consolidation and export settings in one YAML file.
+"""The iteration config: the `iteration:` section of an RL config file (TaskPilot, validation,
+consolidation and export settings, and overrides of the RL settings for the iteration's RL stage).
 
-The RL part is the RL stage's own config (`leaf train rl --config`), referenced by `rl_config` (a path
-relative to this file) and adjusted by `rl` overrides, so one RL file serves both `leaf train rl` and the
-iteration. Iteration 1 starts from the RL config's `model`; iteration N > 1 from iteration N−1's best
-checkpoint (the driver sets it). Every number is a field with a documented default.
+One file serves both commands: `leaf train rl --config FILE` reads the RL settings at its top level (and
+ignores this section), `leaf train --iteration N --config FILE` reads this section and trains with the
+top-level RL settings merged with `iteration.rl`. Iteration 1 starts from the RL settings' `model`;
+iteration N > 1 from iteration N−1's best checkpoint (the driver sets it). Every number is a field with a
+documented default.
 """
 
 from __future__ import annotations
@@ -61,21 +63,26 @@ class ExportConfig(_Strict):
 
 
 class IterationConfig(_Strict):
-    """One iteration of TaskPilot synthesis -> DPPO -> selection -> export."""
+    """One iteration of TaskPilot synthesis -> DPPO -> selection -> export (an RL config's `iteration:`)."""
 
-    rl_config: str = Field(description="The RL stage's YAML config, relative to this file.")
-    rl: dict[str, Any] = Field(default_factory=dict, description="Overrides deep-merged onto rl_config.")
+    rl: dict[str, Any] = Field(default_factory=dict, description=(
+        "Overrides deep-merged onto the file's top-level RL settings for the iteration's RL stage (and the "
+        "validation and calibration budgets that follow them); `leaf train rl` does not apply them."))
     synth: dict[str, Any] = Field(default_factory=dict, description=(
         "TaskPilot options (SynthConfig fields). `out` is set by the driver; `policy` defaults to llama.cpp on "
-        "the iteration's policy GGUF, and `target` to validation.tasks + train_tasks."))
+        "the iteration's policy GGUF, `target` to validation.tasks + train_tasks, and agent_max_turns / "
+        "agent_max_tokens / agent_max_context to the RL rollout's max_turns / max_tokens / max_context."))
     train_tasks: int = Field(4, ge=1, description="Accepted tasks the RL stage trains on.")
     launch: list[str] | None = Field(None, description=(
-        "Run each RL chunk as `LAUNCH leaf_train.driver.rl_tasks ARGS` in a subprocess, e.g. [accelerate, launch, "
-        "--config_file, training/launch/accelerate-fsdp.yaml, -m] for FSDP over a box's GPUs; null = in-process. "
+        "Run each RL chunk as `LAUNCH leaf_train.rl --config CHUNK --tasks TRAIN` in a subprocess, e.g. "
+        "[accelerate, launch, --config_file, training/launch/accelerate-fsdp.yaml, -m] for FSDP over a box's GPUs; "
+        "null = in-process. "
         "Only RL is distributed: synthesis, validation, selection and export run in the driver's one process."))
-    validation: ValidationConfig = Field(default_factory=ValidationConfig)
-    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
-    export: ExportConfig = Field(default_factory=ExportConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig, description=(
+        "The held-out set: validation every M steps, patience P, the evaluation budget."))
+    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig, description=(
+        "Restoring faded tool-use behaviours (iterations N > 1)."))
+    export: ExportConfig = Field(default_factory=ExportConfig, description="The best checkpoint's GGUF export.")
     source: Path | None = Field(None, exclude=True, description="The file this config was read from.")
 
 
@@ -88,24 +95,24 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_iteration_config(path: Path) -> IterationConfig:
-    """Read an iteration config. An RL-stage config given by mistake gets a clear error naming the fix."""
-    data = _yaml(path)
-    if "rl_config" not in data and ("rollout" in data or "loss" in data or "steps" in data):
-        raise LeafError(f"{path} is an RL-stage config (`leaf train rl --config`); the iteration needs an iteration "
-                        "config that references it, e.g. training/configs/cpu-smoke-iteration.yaml")
-    try:
-        cfg = IterationConfig.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise LeafError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    """The `iteration:` section of the RL config file at `path` (the whole file is validated). A file
+    without the section gets a clear error naming one that has it."""
+    from leaf_train.rl.config import load_config
+
+    cfg = load_config(path).iteration
+    if cfg is None:
+        raise LeafError(f"{path} has no `iteration:` section, so it configures `leaf train rl` only; the iteration "
+                        "needs one, e.g. training/configs/cpu-smoke.yaml")
     cfg.source = path.resolve()
     return cfg
 
 
 def rl_settings(cfg: IterationConfig) -> dict[str, Any]:
-    """The RL config as a plain mapping: the referenced file with the overrides merged in."""
+    """The iteration's RL settings as a plain mapping: the file's top level with `iteration.rl` merged in."""
     assert cfg.source is not None
-    return deep_merge(_yaml(cfg.source.parent / cfg.rl_config), cfg.rl)
+    data = _yaml(cfg.source)
+    data.pop("iteration", None)
+    return deep_merge(data, cfg.rl)
 
 
 def _yaml(path: Path) -> dict[str, Any]:

@@ -18,14 +18,18 @@ from leaf_cli.errors import LeafError
 from leaf_cli.tasks import Task, dump_tasks, load_tasks
 from leaf_train.driver.config import IterationConfig
 from leaf_train.driver.policy import StartPolicy
+from leaf_train.rl.config import RolloutConfig
 
 
-def synth_config(cfg: IterationConfig, policy_gguf: Path, out: Path) -> Any:
-    """The SynthConfig of this iteration: the config's options, the policy and target filled in."""
+def synth_config(cfg: IterationConfig, policy_gguf: Path, out: Path, rollout: RolloutConfig) -> Any:
+    """The SynthConfig of this iteration: the config's options, with what they leave out filled in: the
+    policy (llama.cpp on the iteration's GGUF), the target, and the rollout budget RL and validation give
+    the policy (turns, tokens per turn, context window), so calibration measures p̂ under the same budget."""
     from leaf_train.taskpilot.config import SynthConfig
 
-    data = {"policy": f"llama:{policy_gguf}", "target": cfg.train_tasks + cfg.validation.tasks, **cfg.synth,
-            "out": out}
+    data = {"policy": f"llama:{policy_gguf}", "target": cfg.train_tasks + cfg.validation.tasks,
+            "agent_max_turns": rollout.max_turns, "agent_max_tokens": rollout.max_tokens,
+            "agent_max_context": rollout.max_context, **cfg.synth, "out": out}
     try:
         return SynthConfig.model_validate(data)
     except ValidationError as exc:
@@ -33,19 +37,11 @@ def synth_config(cfg: IterationConfig, policy_gguf: Path, out: Path) -> Any:
         raise LeafError(f"synth.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
-def run_synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, max_context: int) -> dict[str, Any]:
-    """Run (or resume) TaskPilot, write its funnel report, split the accepted tasks. Returns the stage output.
-
-    Unless the config names a policy, calibration runs llama.cpp on the iteration's policy GGUF held to
-    `max_context` tokens (the window RL and validation use; see calibration.py)."""
+def run_synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, rollout: RolloutConfig) -> dict[str, Any]:
+    """Run (or resume) TaskPilot, write its funnel report, split the accepted tasks. Returns the stage output."""
     from leaf_train.taskpilot import pipeline, report
 
-    gguf = Path(policy.gguf)
-    if "policy" not in cfg.synth:
-        from leaf_train.driver.calibration import context_capped_gguf
-
-        gguf = context_capped_gguf(gguf, max_context, folder / "calibration-policy.gguf")
-    synth = synth_config(cfg, gguf, folder / "taskpilot")
+    synth = synth_config(cfg, Path(policy.gguf), folder / "taskpilot", rollout)
     if not synth.sources:
         raise LeafError("synth.sources is empty: name at least one snapshot source (e.g. pypi:toolz==1.0.0)")
     pipeline.run(synth, lambda stage, detail: print(f"taskpilot {stage}: {detail}", file=sys.stderr, flush=True))

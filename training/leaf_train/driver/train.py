@@ -49,19 +49,22 @@ def checkpoint_dir(rl_dir: Path, step: int) -> Path:
     return rl_dir / "checkpoints" / f"step_{step:06d}"
 
 
-def run_chunk(cfg: RLConfig, train: list[Task], start_model: Path, launch: list[str] | None, folder: Path) -> None:
-    """One RL chunk: in this process, or as a subprocess under `launch` (accelerate/FSDP over several GPUs)."""
-    from leaf_train.driver import rl_tasks
-
+def run_chunk(cfg: RLConfig, train: list[Task], launch: list[str] | None, folder: Path) -> None:
+    """One RL chunk on the training tasks, with the RL stage's one loop (`leaf_train.rl.run.train` in the
+    task-file environment): in this process, or under `launch` (accelerate/FSDP over several GPUs) as
+    `LAUNCH leaf_train.rl --config CHUNK.json --tasks ITER/tasks/train.jsonl` on every rank."""
     if launch is None:
-        rl_tasks.run_rl(cfg, train, start_model)
+        from leaf_train.rl import run as rl_run
+
+        out = Path(cfg.out_dir)
+        rl_run.train(cfg, rl_run.make_environment(cfg, out, train), out)
         return
     import subprocess
 
     chunk = Path(cfg.out_dir) / "chunk-config.json"
     chunk.parent.mkdir(parents=True, exist_ok=True)
     chunk.write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
-    command = [*launch, "leaf_train.driver.rl_tasks", str(chunk), str(folder / "tasks" / "train.jsonl"), str(start_model)]
+    command = [*launch, "leaf_train.rl", "--config", str(chunk), "--tasks", str(folder / "tasks" / "train.jsonl")]
     code = subprocess.call(command)
     if code != 0:
         raise LeafError(f"the RL chunk to step {cfg.steps} failed (exit {code}): {' '.join(command)}")
@@ -78,7 +81,7 @@ def train_until_saturated(rl: RLConfig, val: ValidationConfig, start_model: Path
         if not checkpoint.is_dir():
             print(f"rl: training to step {step}", file=sys.stderr, flush=True)
             run_chunk(rl.model_copy(update={"steps": step, "checkpoint_every": val.every, "out_dir": str(rl_dir),
-                                            "resume": True}), train, start_model, launch, folder)
+                                            "resume": True}), train, launch, folder)
         if after_chunk is not None and step not in state.state.rft_after:
             after_chunk(checkpoint, step)
             state.state.rft_after.append(step)

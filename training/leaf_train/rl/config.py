@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from leaf_cli.errors import LeafError
+from leaf_train.driver.config import IterationConfig
 
 
 class _Strict(BaseModel):
@@ -110,7 +111,7 @@ class RolloutConfig(_Strict):
 
 
 class EnvConfig(_Strict):
-    """The toy environment: small git repositories graded by a pytest test."""
+    """The toy environment: small git repositories graded by a pytest test (`sandbox` also grades a task file's)."""
 
     kind: Literal["toy"] = Field("toy", description="Environment family.")
     num_tasks: int = Field(8, description="Distinct tasks (repositories).")
@@ -145,6 +146,10 @@ class RLConfig(_Strict):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Sampling.")
     env: EnvConfig = Field(default_factory=EnvConfig, description="The environment.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Metrics sinks.")
+    iteration: IterationConfig | None = Field(None, description=(
+        "Not used by the RL run: the settings `leaf train --iteration N --config FILE` reads from the same file "
+        "(TaskPilot, validation, consolidation, export, RL overrides; leaf_train.driver.config). Validated here "
+        "so a typo fails either command."))
 
 
 def load_config(path: Path) -> RLConfig:

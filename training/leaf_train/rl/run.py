@@ -1,7 +1,10 @@
-"""The RL run, top to bottom: load the policy, build the environment, then step.
+"""The RL run, top to bottom: load the policy, then step in an environment.
 
-Each step takes one rollout batch from the scheduler (rollout threads run ahead by at most
-`max_staleness` policy versions), trains on it, hands the new weights to the rollout engine and logs.
+`train(cfg, env, out)` is the one loop, whatever the environment: the toy repositories (`main`, i.e. `leaf
+train rl`) or a task file (`--tasks FILE`, and the iteration driver's RL chunks). Each step takes one rollout
+batch from the scheduler (rollout threads run ahead by at most `max_staleness` policy versions), trains on
+it, hands the new weights to the rollout engine, logs and checkpoints; a run resumes from the newest
+checkpoint in its folder.
 
 Simplified on purpose: the in-process rollout engine is a second copy of the policy in the same process
 (weights copied after every step, as a server would reload them); multi-GPU runs go through `accelerate
@@ -18,8 +21,10 @@ from typing import Any
 
 import torch
 
+from leaf_cli.tasks import Task, make_sandbox
 from leaf_train.rl.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from leaf_train.rl.config import RLConfig
+from leaf_train.rl.environment import Environment, TaskFileEnvironment
 from leaf_train.rl.metrics import MetricsLogger
 from leaf_train.rl.model import load_policy, resolve_checkpoint, rollout_state
 from leaf_train.rl.rollout import GroupRunner
@@ -27,9 +32,27 @@ from leaf_train.rl.scheduler import RolloutScheduler
 from leaf_train.rl.trainer import Trainer
 
 
-def main(cfg: RLConfig) -> Path:
-    """Run (or resume) the configured RL run; returns the run folder."""
+def main(cfg: RLConfig, tasks: list[Task] | None = None, base_dir: Path | None = None) -> Path:
+    """Run (or resume) the configured run in cfg.out_dir: on `tasks` when given (relative repositories
+    resolved against `base_dir`), else on the toy tasks of `cfg.env`. Returns the run folder."""
     out = Path(cfg.out_dir)
+    return train(cfg, make_environment(cfg, out, tasks, base_dir), out)
+
+
+def make_environment(cfg: RLConfig, out: Path, tasks: list[Task] | None = None,
+                     base_dir: Path | None = None) -> Environment:
+    """The task-file environment over `tasks`, or the toy environment of `cfg.env` (its repository in out/env)."""
+    sandbox = make_sandbox(cfg.env.sandbox)
+    if tasks is not None:
+        return TaskFileEnvironment(tasks, sandbox, cfg.seed, base_dir)
+    from leaf_train.rl.toy_env import ToyEnvironment
+
+    return ToyEnvironment(out / "env", cfg.env, cfg.seed, sandbox)
+
+
+def train(cfg: RLConfig, env: Environment, out: Path) -> Path:
+    """Train the policy of `cfg.model` in `env` until `cfg.steps`, resuming from out/checkpoints when
+    `cfg.resume`; metrics, trajectories, checkpoints and the reward plot go under `out`. Returns `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
     if cfg.torch_threads:
@@ -39,8 +62,7 @@ def main(cfg: RLConfig) -> Path:
     from accelerate import Accelerator
 
     accelerator = Accelerator()
-    checkpoint = resolve_checkpoint(cfg.model)
-    model, tokenizer = load_policy(cfg.model, checkpoint)
+    model, tokenizer = load_policy(cfg.model, resolve_checkpoint(cfg.model))
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
                                   betas=cfg.optim.betas)
@@ -51,14 +73,15 @@ def main(cfg: RLConfig) -> Path:
     start = _resume(cfg, out, model, optimizer, trainer)
     if start:
         engine.load_weights(rollout_state(accelerator.unwrap_model(model)), trainer.version)
-    runner = _group_runner(cfg, out, engine)
-    scheduler = _scheduler(cfg, runner, start, accelerator)
+    runner = GroupRunner(engine, cfg.rollout, env, out / "trajectories")
+    scheduler = _scheduler(cfg, runner.run_group, start, accelerator)
     logger = MetricsLogger(out, cfg.logging, cfg.model_dump()) if accelerator.is_main_process else None
     try:
         for step in range(start, cfg.steps):
             waited = time.monotonic()
             samples = [s for group in scheduler.batch(step) for s in group]
-            metrics = {"rollout_wait_seconds": time.monotonic() - waited, **trainer.step(samples)}
+            metrics = {"rollout_wait_seconds": time.monotonic() - waited, **trainer.step(samples),
+                       "turns_mean": sum(s.extra.get("turns", 0.0) for s in samples) / len(samples)}
             engine.load_weights(rollout_state(accelerator.unwrap_model(model)), trainer.version)
             scheduler.set_version(trainer.version)
             if logger is not None:
@@ -94,26 +117,6 @@ def _rollout_engine(cfg: RLConfig, model: Any, tokenizer: Any, accelerator: Any)
         p.requires_grad_(False)
     return TransformersEngine(rollout_model, tokenizer, name="policy", context_limit=cfg.rollout.max_context,
                               render=render, max_batch=cfg.rollout.batch)
-
-
-def _group_runner(cfg: RLConfig, out: Path, engine: Any) -> Any:
-    from leaf_cli.tasks.sandbox import make_sandbox
-    from leaf_cli.tools import TOOLS, find_tool
-    from leaf_cli.agent.prompt import SYSTEM_PROMPT
-    from leaf_train.rl.toy_env import build_toy_tasks, demo_conversation
-
-    tasks = build_toy_tasks(out / "env", cfg.env, cfg.seed)
-    names = ("Write",) if cfg.env.task_kind == "write" else ("Read", "Write")
-    tools = tuple(t for t in (find_tool(n, TOOLS) for n in names) if t is not None)
-    prefix = (lambda: demo_conversation(SYSTEM_PROMPT)) if cfg.env.demo else None
-    runner = GroupRunner(engine, cfg.rollout, make_sandbox(cfg.env.sandbox), out / "trajectories", tools=tools,
-                         prefix=prefix)
-    order = random.Random(cfg.seed).sample(range(len(tasks)), len(tasks))
-
-    def run_group(group: int) -> list:
-        return runner.run_group(tasks[order[group % len(tasks)]], group)
-
-    return run_group
 
 
 def _scheduler(cfg: RLConfig, run_group: Any, start: int, accelerator: Any) -> RolloutScheduler:

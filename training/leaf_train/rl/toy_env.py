@@ -4,7 +4,8 @@ Each task asks for `answer.txt` with one word in it; its FAIL_TO_PASS test check
 state the word; "copy" tasks put it in `notes/<task>.txt` for the agent to Read first. With `hint` the task
 text spells out the exact tool call(s), so a 135M model can succeed sometimes at the start and RL can make it
 reliable. Episodes run on a fresh single-commit copy of the repository; their `git diff` is graded by
-`leaf_cli.tasks.grade` (fresh tree, tests restored, pytest by node id).
+`leaf_cli.tasks.grade` (fresh tree, tests restored, pytest by node id). `ToyEnvironment` is the RL loop's
+environment over these tasks (`leaf_train.rl.environment`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,36 @@ import json
 import random
 from pathlib import Path
 
+from leaf_cli.agent.prompt import SYSTEM_PROMPT
 from leaf_cli.llm.messages import Conversation, Message
+from leaf_cli.tasks import GradeResult, Sandbox, grade
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
+from leaf_cli.tools import TOOLS, Tool, Workspace, find_tool
 from leaf_train.rl.config import EnvConfig
+from leaf_train.rl.environment import EpisodeStart, SeededTasks
 
 WORDS = ("apple", "river", "stone", "cloud", "tiger", "maple", "ocean", "lemon", "piano", "candle", "forest",
          "silver", "rocket", "garden", "planet", "copper")
+
+
+class ToyEnvironment(SeededTasks):
+    """The toy tasks as an RL environment: only the tools the task kind needs (Write; Read and Write for
+    copy), the optional solved example before the task, and leaf's grader."""
+
+    def __init__(self, root: Path, cfg: EnvConfig, seed: int, sandbox: Sandbox) -> None:
+        super().__init__(build_toy_tasks(root, cfg, seed), seed)
+        self.cfg, self.sandbox = cfg, sandbox
+        names = ("Write",) if cfg.task_kind == "write" else ("Read", "Write")
+        self.tools: tuple[Tool, ...] = tuple(t for t in (find_tool(n, TOOLS) for n in names) if t is not None)
+
+    def start(self, task: Task, scratch: Path) -> EpisodeStart:
+        workdir = episode_workdir(task, scratch / "work")
+        return EpisodeStart(workspace=Workspace(root=workdir), patch=lambda: workdir_patch(workdir),
+                            conversation=demo_conversation(SYSTEM_PROMPT) if self.cfg.demo else None)
+
+    def grade(self, task: Task, patch: str) -> GradeResult:
+        return grade(task, patch, self.sandbox)
 
 
 def build_toy_tasks(root: Path, cfg: EnvConfig, seed: int) -> list[Task]:

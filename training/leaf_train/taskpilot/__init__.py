@@ -1,4 +1,4 @@
-"""TaskPilot: policy-calibrated task synthesis (see training/TASKPILOT.md).
+"""TaskPilot: policy-calibrated task synthesis (see the TaskPilot section of training/README.md).
 
 snapshots (sources, snapshot, suite) -> generators (procedural + mutate, combine, llm) -> validate ->
 calibrate (policy) -> refine (statement) -> tasks.jsonl + report. Entry points: `cli.synth_command`,

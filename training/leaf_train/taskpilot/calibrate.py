@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from leaf_cli.agent import Limits
+from leaf_cli.llm.engine import Sampling
 from leaf_cli.tasks import EvalConfig, RunDir, Sandbox, Task, run_eval
 from leaf_train.taskpilot.candidate import Calibration
 from leaf_train.taskpilot.config import SynthConfig
@@ -22,15 +23,24 @@ def verdict(p_hat: float, band: tuple[float, float]) -> str:
     return "below" if p_hat < lo else "above" if p_hat > hi else "in_band"
 
 
+def rollout_budget(cfg: SynthConfig) -> tuple[Limits, Sampling | None]:
+    """The limits and sampling of one calibration rollout (None: leaf's default sampling)."""
+    limits = Limits(max_turns=cfg.agent_max_turns, max_seconds=cfg.agent_timeout_s)
+    if cfg.agent_max_context is not None:
+        limits = limits.model_copy(update={"max_context": cfg.agent_max_context})
+    sampling = Sampling(max_tokens=cfg.agent_max_tokens) if cfg.agent_max_tokens is not None else None
+    return limits, sampling
+
+
 def calibrate(task: Task, round_: int, level: int | None, policy: Policy, sandbox: Sandbox, cfg: SynthConfig,
               out: Path) -> Calibration:
     """Run `cfg.rollouts` attempts of `policy` on `task` and place p̂ against the band."""
     began = time.monotonic()
     run_dir = out / "rollouts" / task.instance_id
     done = len(RunDir(run_dir).load_results()) if run_dir.exists() else 0
+    limits, sampling = rollout_budget(cfg)
     config = EvalConfig(out=run_dir, sandbox=sandbox, model_name=policy.name, attempts=cfg.rollouts, workers=1,
-                        resume=True, limits=Limits(max_turns=cfg.agent_max_turns, max_seconds=cfg.agent_timeout_s),
-                        run_id=task.instance_id)
+                        resume=True, limits=limits, sampling=sampling, run_id=task.instance_id)
     run_eval([task], policy.factory(task, level, cfg.seed, first_rollout=done), config)
     results = sorted(RunDir(run_dir).load_results().values(), key=lambda r: r.attempt)
     solved = sum(r.resolved for r in results)

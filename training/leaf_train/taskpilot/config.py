@@ -47,6 +47,12 @@ class SynthConfig(BaseModel):
     generator_max_turns: int = Field(30, ge=1, description="llm: most turns of one generation episode.")
     agent_max_turns: int = Field(30, ge=1, description="Most turns of one calibration rollout.")
     agent_timeout_s: float = Field(600.0, gt=0, description="Wall-clock limit of one calibration rollout.")
+    agent_max_tokens: int | None = Field(None, ge=1, description=(
+        "Most tokens the policy generates per turn in a calibration rollout (None: leaf's default, 8,192). Set it "
+        "to the RL rollout's budget so p̂ measures the policy as RL will run it."))
+    agent_max_context: int | None = Field(None, ge=256, description=(
+        "The calibration rollout's context window in tokens: the episode's context limit and, for a llama: "
+        "policy, the llama.cpp context it opens (None: the model's training context, at most 65,536)."))
     sandbox: str | None = Field(None, description="Sandbox backend (bwrap, subprocess, docker); None picks bwrap where installed.")
     pip_packages: list[str] = Field(default_factory=list, description="Extra packages every snapshot's environment gets (test dependencies).")
     cache_dir: Path | None = Field(None, description="Where sdists and snapshot repositories are cached (default: OUT/cache).")

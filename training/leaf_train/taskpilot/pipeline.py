@@ -56,7 +56,8 @@ def run(cfg: SynthConfig, on_event: OnEvent | None = None) -> Run:
     """Synthesize until `cfg.target` tasks are accepted or the candidates run out; returns the run state."""
     store = Store(cfg.out)
     (cfg.out / "config.json").write_text(cfg.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    ctx = Run(cfg, store, Policy(cfg.policy), make_sandbox(cfg.sandbox), on_event or (lambda _s, _d: None))
+    policy = Policy(cfg.policy, n_ctx=cfg.agent_max_context)
+    ctx = Run(cfg, store, policy, make_sandbox(cfg.sandbox), on_event or (lambda _s, _d: None))
     prepare_snapshots(ctx)
     if not ctx.snapshots:
         return ctx

@@ -7,7 +7,8 @@ Specs:
                             statement, rollout). It exists so the whole funnel runs with no model at all.
   replay:FILE               leaf's ReplayEngine (the same scripted turns for every rollout)
   openai:MODEL@URL          an OpenAI-compatible server (vLLM, SGLang, llama-server, llama_cpp.server)
-  llama:PATH.gguf           llama.cpp in-process (one engine per worker thread: it holds a context)
+  llama:PATH.gguf           llama.cpp in-process (one engine per worker thread: it holds a context of
+                            `n_ctx` tokens, default the model's training context)
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def _draw(key: str) -> float:
 class Policy:
     """Parses a spec once; `factory(task, level, seed)` gives the engine factory for one task's rollouts."""
 
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
+    def __init__(self, spec: str, n_ctx: int | None = None) -> None:
+        self.spec, self.n_ctx = spec, n_ctx
         self.kind, _, self.arg = spec.partition(":")
         self._local = threading.local()
         if self.kind == "scripted":
@@ -129,5 +130,5 @@ class Policy:
         if engine is None:
             from leaf_cli.llm.llamacpp import LlamaCppEngine
 
-            engine = self._local.engine = LlamaCppEngine(self.arg)
+            engine = self._local.engine = LlamaCppEngine(self.arg, n_ctx=self.n_ctx)
         return engine

@@ -1,0 +1,25 @@
+"""The options `leaf fix` and `leaf chat` share: one definition each, so both commands stay in step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+Workdir = Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Where to work (default: here).")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Registry name, .gguf, hf:..., replay:PATH.")]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL.")]
+MaxTurns = Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns.")]
+MaxTime = Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit in seconds.")]
+NCtx = Annotated[Optional[int], typer.Option("--n-ctx", min=256, help="Context window (in-process engine).")]
+Mode = Annotated[Optional[str], typer.Option("--mode", help="ask | auto-edit | yolo.")]
+Sandbox = Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")]
+PassEnv = Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")]
+Quiet = Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")]
+ConstrainTools = Annotated[Optional[bool], typer.Option(
+    "--constrain-tools/--no-constrain-tools",
+    help="Grammar-constrain replies to text + well-formed tool calls (in-process engine).")]
+Temperature = Annotated[Optional[float], typer.Option("--temperature", min=0, help="Sampling temperature (default: the model's).")]
+Seed = Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")]
+
