@@ -284,6 +284,7 @@ def bwrap_prefix(root: Path) -> list[str]:
     exe = shutil.which("bwrap")
     if exe is None:
         raise LeafError("--sandbox bwrap needs bubblewrap; install it (apt-get install bubblewrap) or use --sandbox none")
+    from leaf_cli.tools.bwrap import bwrap_argv
+
     root = root.resolve()
-    return [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", str(root), str(root), "--unshare-net", "--die-with-parent", "--chdir", str(root), "--"]
+    return bwrap_argv(exe, cwd=root, writable=[root])

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from leaf_cli.tools.process import kill_process_group
 
 OUTPUT_TAIL = 20_000
 """Characters of output kept per stream: enough to diagnose, bounded whatever the command prints."""
@@ -53,10 +54,7 @@ def run_process(argv: list[str], *, cwd: Path, timeout: float, env: dict[str, st
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    kill_process_group(proc.pid, graceful=True)
     proc.wait()
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.proc import RunResult, run_process
+from leaf_cli.tools.bwrap import bwrap_argv
 
 if TYPE_CHECKING:
     from leaf_cli.tasks.task import Task
@@ -108,15 +109,7 @@ class BwrapSandbox(HostPathSandbox):
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
              network: bool = False) -> list[str]:
-        cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
-        if not network:
-            cmd.append("--unshare-net")
-        for path in readonly:  # after --tmpfs /tmp, so paths under /tmp are bound over the empty tmpfs
-            cmd += ["--ro-bind", str(path), str(path)]
-        for path in writable:
-            cmd += ["--bind", str(path), str(path)]
-        return [*cmd, "--chdir", str(cwd), "--", *argv]
+        return [*bwrap_argv("bwrap", cwd=cwd, writable=writable, readonly=readonly, network=network), *argv]
 
 
 def make_sandbox(name: str | None) -> Sandbox:

@@ -73,7 +73,8 @@ def run_captured(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout
         if not timed_out:
             timed_out = _wait(proc, started + timeout)
     finally:
-        _kill_group(proc.pid)
+        # timed_out is still True when an exception (Ctrl-C) left the loop: stop those gracefully too.
+        kill_process_group(proc.pid, graceful=timed_out)
         _pump(None, selector, streams, time.monotonic() + DRAIN_GRACE)
         selector.close()
         proc.stdout.close()
@@ -127,8 +128,21 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     return False
 
 
-def _kill_group(pgid: int) -> None:
+TERM_GRACE = 0.5
+"""Seconds a timed-out or interrupted command gets between SIGTERM and SIGKILL."""
+
+
+def kill_process_group(pgid: int, graceful: bool = False) -> None:
+    """Kill every process of the group. `graceful` sends SIGTERM first and SIGKILL after TERM_GRACE (or as soon
+    as the leader is gone): shells then run their EXIT traps, so a command stopped mid-way does not leave lock
+    files behind (pyenv's rehash lock in a login shell's profile is the case seen here). A command that ended
+    by itself only has stray background children left, and those get SIGKILL at once."""
     try:
+        if graceful:
+            os.killpg(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + TERM_GRACE
+            while not _exited(pgid) and time.monotonic() < deadline:
+                time.sleep(0.01)
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # the group is already empty

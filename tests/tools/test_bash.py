@@ -84,6 +84,13 @@ def test_keyboard_interrupt_kills_the_group(ws: Workspace) -> None:
     assert _gone(int((ws.root / "gc.pid").read_text()))
 
 
+def test_a_stopped_command_gets_to_run_its_exit_trap(call, ws: Workspace) -> None:
+    # SIGTERM before SIGKILL: a shell stopped by the timeout still cleans up (a lock file, a temp folder).
+    out = call("Bash", command="trap 'touch cleaned' EXIT; sleep 30", timeout=1)
+    assert out.startswith("Timed out after")
+    assert (ws.root / "cleaned").exists()
+
+
 def test_huge_output_is_capped_while_streaming(call) -> None:
     tracemalloc.start()
     out = call("Bash", command="head -c 50000000 /dev/zero | tr '\\0' x; echo tail >&2")

@@ -1,0 +1,37 @@
+"""The bubblewrap command line leaf runs untrusted commands under (the agent's Bash, graded tests).
+
+One builder for both users: `leaf fix --sandbox bwrap` (leaf_cli/agent/permissions.py) and the eval
+sandbox (leaf_cli/tasks/sandbox.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+PRIVATE_TMP = Path("/tmp")
+
+
+def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Sequence[Path] = (),
+               network: bool = False) -> list[str]:
+    """`exe` (bwrap) with: the root file system read-only, a private /tmp, its own pid and ipc namespaces,
+    no network unless asked, `writable` and `readonly` bound over that, and `cwd` as the working folder.
+
+    The running interpreter (and its venv) is bound back when it lives under /tmp: environments are venvs
+    whose `python` links to it, and the private /tmp would hide it.
+    """
+    cmd = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(PRIVATE_TMP),
+           "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+    if not network:
+        cmd.append("--unshare-net")
+    for path in [*_interpreter_under_tmp(), *readonly]:  # after --tmpfs: bound over the empty /tmp
+        cmd += ["--ro-bind", str(path), str(path)]
+    for path in writable:
+        cmd += ["--bind", str(path), str(path)]
+    return [*cmd, "--chdir", str(cwd), "--"]
+
+
+def _interpreter_under_tmp() -> list[Path]:
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    return sorted(p for p in prefixes if p.is_relative_to(PRIVATE_TMP))
