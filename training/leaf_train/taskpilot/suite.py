@@ -64,7 +64,10 @@ def run_suite(tree: Path, env: Environment, sandbox: Sandbox, *, tests: list[str
         environ["LEAF_PROBE_TRACE"] = str(tree)
     argv = [sandbox.python(env.python), "-m", "pytest", "-p", "leaf_taskpilot_probe", "-p", "no:cacheprovider",
             "-q", "--tb=short", "-W", "ignore::DeprecationWarning", "--continue-on-collection-errors", *tests]
-    run = sandbox.run(argv, cwd=tree, timeout=timeout, env=environ, writable=[tree])
+    # The venv and the probe plugin are bound read-only: bwrap's private /tmp would hide either if it lives
+    # under /tmp (a cache or a checkout there), as the eval machinery's own test runs do.
+    run = sandbox.run(argv, cwd=tree, timeout=timeout, env=environ, writable=[tree],
+                      readonly=[env.path.parent, PROBE_DIR])
     result = SuiteResult(seconds=run.seconds, exit_code=run.returncode, timed_out=run.timed_out)
     if run.timed_out:
         result.error = f"the suite ran past {timeout:.0f} s"
