@@ -22,5 +22,6 @@ ray.get(serve.remote())
 PY
 SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
-accelerate launch --config_file training/launch/accelerate-fsdp.yaml --num_processes 8 \
-  -m leaf_cli train --iteration "$N" --config "$CONFIG" --out "$OUT"
+# The driver runs once, on the head node; only its RL chunks are distributed: the config's `iteration.launch`
+# starts each one under `accelerate launch` with training/launch/accelerate-fsdp.yaml on the head's GPUs.
+leaf train --iteration "$N" --config "$CONFIG" --out "$OUT"

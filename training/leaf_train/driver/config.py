@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from leaf_cli.errors import LeafError
+from leaf_train.configfile import read_yaml
 
 
 class _Strict(BaseModel):
@@ -110,23 +111,9 @@ def load_iteration_config(path: Path) -> IterationConfig:
 def rl_settings(cfg: IterationConfig) -> dict[str, Any]:
     """The iteration's RL settings as a plain mapping: the file's top level with `iteration.rl` merged in."""
     assert cfg.source is not None
-    data = _yaml(cfg.source)
+    data = read_yaml(cfg.source)
     data.pop("iteration", None)
     return deep_merge(data, cfg.rl)
-
-
-def _yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    if not path.is_file():
-        raise LeafError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise LeafError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise LeafError(f"{path}: expected a mapping at the top level")
-    return data
 
 
 Stage = Literal["policy", "synth", "baseline", "rl", "select", "export", "report"]

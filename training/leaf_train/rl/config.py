@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from leaf_cli.errors import LeafError
+from leaf_train.configfile import read_yaml
 from leaf_train.driver.config import IterationConfig
 
 
@@ -154,16 +155,7 @@ class RLConfig(_Strict):
 
 def load_config(path: Path) -> RLConfig:
     """Read a YAML config file into an `RLConfig`; a bad file is a LeafError with the field at fault."""
-    import yaml
-
-    if not path.is_file():
-        raise LeafError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise LeafError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise LeafError(f"{path}: expected a mapping at the top level")
+    data = read_yaml(path)
     try:
         return RLConfig.model_validate(data)
     except ValidationError as exc:

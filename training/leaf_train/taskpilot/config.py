@@ -86,13 +86,8 @@ class SynthConfig(BaseModel):
 
 def load_config(path: Path | None, overrides: dict[str, object]) -> SynthConfig:
     """Defaults, then the YAML/JSON file at `path`, then the non-None `overrides` (command-line flags)."""
-    data: dict[str, object] = {}
-    if path is not None:
-        import yaml
+    from leaf_train.configfile import read_yaml
 
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a mapping of options, got {type(loaded).__name__}")
-        data.update(loaded)
+    data: dict[str, object] = dict(read_yaml(path)) if path is not None else {}
     data.update({k: v for k, v in overrides.items() if v is not None and v != [] and v != ()})
     return SynthConfig.model_validate(data)
