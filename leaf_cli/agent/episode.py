@@ -86,6 +86,7 @@ def run_episode(
     finally:
         traj.wall_seconds = round(time.monotonic() - start, 3)
         traj.token_log = conv.token_log
+        workspace.end_episode()  # Bash jobs live across calls, not past the episode (before the patch is taken)
         if patch_fn is not None:
             traj.patch = patch_fn()
         writer.close(traj)
