@@ -199,7 +199,7 @@ class ChatSession:
         context = getattr(self.engine, "context_limit", 0) or 0
         view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)
         self.current.view = view
-        limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
+        limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         traj = None
         try:

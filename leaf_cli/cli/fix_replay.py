@@ -44,7 +44,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
         system = recorded.messages[0].content if recorded.messages[0].role == "system" else None
         kwargs = {"system_prompt": system} if system is not None else {}
         again = run_episode(recorded.messages[first_user].content, engine, Workspace(root=copy, env=scrub_env(os.environ)),
-                            limits=Limits(max_turns=len(script) + 1), **kwargs)
+                            limits=Limits.with_safeguards(max_turns=len(script) + 1), **kwargs)
     old = [m.content for m in recorded.messages if m.role == "tool"]
     new = [m.content for m in again.messages if m.role == "tool"]
     mismatches = sum(1 for a, b in zip(old, new) if a != b) + abs(len(old) - len(new))
