@@ -100,7 +100,19 @@ class TrajectoryWriter:
             return
         with self.path.open("a", encoding="utf-8") as f:
             for line in lines:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                f.write(_json_line(line) + "\n")
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """One JSON line, readable UTF-8. Text with lone surrogates (a file name that is not UTF-8, as Python's
+    os functions return it) cannot be written as UTF-8, so that line is written with JSON's `\\u` escapes,
+    which read back to the same string."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record)
+    return text
 
 
 def load(path: Path) -> Trajectory:
