@@ -15,6 +15,7 @@ from leaf_cli.cli import eval as eval_cli
 from leaf_cli.executor import ExecutorConfig, Job, Needs, close_executors, make_executor
 from tests.executor.helpers import fails, task_facts
 from tests.tasks.conftest import SECOND_BUG, SECOND_OK, leaf_cache, toolz_sdist, toolz_tasks  # noqa: F401
+from tests.training.rl.conftest import tiny_model_dir  # noqa: F401
 
 ray = pytest.importorskip("ray")
 
@@ -113,3 +114,52 @@ def test_a_worker_killed_mid_attempt_is_retried_once(cluster, app, toolz_tasks, 
     _same_summary(plain, killed)
     assert killed["infra_retries"] == 1 and killed["infra_failures"] == 0
     assert _verdicts(tmp_path / "local") == _verdicts(tmp_path / "ray")
+
+
+def _validated(out: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in (out / "validated.jsonl").read_text().splitlines()]
+    return sorted((r["candidate"], r["ok"], r["reason"], r["f2p"], r["p2p"], r["gold_resolved"]) for r in rows)
+
+
+def _accepted(out: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()] if (out / "tasks.jsonl").exists() else []
+    return sorted((t["instance_id"], t["problem_statement"], t["FAIL_TO_PASS"], t["PASS_TO_PASS"]) for t in rows)
+
+
+def test_taskpilot_synth_on_ray_validates_the_same_tasks(cluster, tmp_path: Path) -> None:
+    """Snapshot suite, validations and calibration rollouts (the SCRIPTED oracle, not a model) as Ray tasks."""
+    from leaf_train.taskpilot import pipeline
+    from leaf_train.taskpilot.config import SynthConfig
+    from tests.training.taskpilot.taskpilot_mathx import make_package_repo
+
+    repo = make_package_repo(tmp_path / "mathx")
+    for name, executor in (("local", ExecutorConfig()), ("ray", RAY)):  # one cache: one snapshot, one venv
+        pipeline.run(SynthConfig(sources=[str(repo)], target=1, rollouts=2, band=(0.0, 1.0), max_candidates=2,
+                                 sandbox="subprocess", out=tmp_path / name, cache_dir=tmp_path / "cache",
+                                 executor=executor))
+    assert _validated(tmp_path / "local") == _validated(tmp_path / "ray")
+    assert any(v[1] for v in _validated(tmp_path / "ray")) and _accepted(tmp_path / "ray")
+    assert _accepted(tmp_path / "local") == _accepted(tmp_path / "ray")
+    rollouts = sorted((tmp_path / "ray" / "rollouts").glob("*/results.jsonl"))
+    assert rollouts and all(json.loads(line)["infra_retries"] == 0 for p in rollouts for line in p.read_text().splitlines())
+
+
+def test_rl_run_with_ray_rollout_actors(cluster, tiny_model_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    """A tiny random Llama (built here, no download) trains 3 steps with one Ray rollout actor; the actor's
+    tokens carry the versions the driver broadcast, so staleness stays within the bound."""
+    pytest.importorskip("transformers")
+    from leaf_train.rl.config import RLConfig
+    from leaf_train.rl.run import make_environment, train
+    cfg = RLConfig.model_validate({
+        "steps": 3, "out_dir": str(tmp_path / "run"), "checkpoint_every": 0, "torch_threads": 1,
+        "model": {"path": str(tiny_model_dir)}, "optim": {"lr": 1e-3, "micro_batch_size": 2},
+        "rollout": {"group_size": 2, "groups_per_step": 1, "workers": 1, "max_tokens": 8, "max_turns": 1,
+                    "max_context": 1024, "template": "tokenizer", "max_staleness": 1, "temperature": 1.0},
+        "env": {"num_tasks": 2, "sandbox": "subprocess"}, "logging": {"tensorboard": False, "plot": False},
+        "executor": {"kind": "ray", "address": "local"}})
+    out = Path(cfg.out_dir)
+    train(cfg, make_environment(cfg, out), out)
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [0, 1, 2]
+    assert all(0 <= s["staleness_max"] <= 1 for s in steps)
+    assert (out / "checkpoints").is_dir() and list((out / "trajectories").glob("g*.jsonl"))
