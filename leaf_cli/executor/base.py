@@ -18,6 +18,8 @@ class Needs:
     memory_mb: int | None = None
     sandbox: str = ""
     gpus: float = 0.0
+    resources: tuple[tuple[str, float], ...] = ()
+    """Custom Ray resources, as (name, amount) pairs (a tuple keeps Needs hashable)."""
 
 
 @dataclass

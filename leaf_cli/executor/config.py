@@ -33,6 +33,9 @@ class ExecutorConfig(BaseModel):
     sandbox_resources: dict[str, str] = Field(default_factory=dict, description=(
         "Sandbox name -> a custom Ray resource the job also asks 0.001 of (e.g. {docker: docker}, with "
         "`ray start --resources '{\"docker\": 1000}'` on the nodes that have Docker)."))
+    worker_resources: dict[str, float] = Field(default_factory=dict, description=(
+        "Custom Ray resources every pool worker asks for, to place RL rollout actors on chosen nodes "
+        "(e.g. {sandbox: 0.01} for the nodes started with `--resources '{\"sandbox\": 1}'`)."))
     namespace: str = Field("leaf", description="The Ray namespace (named actors live in it).")
 
     @model_validator(mode="after")

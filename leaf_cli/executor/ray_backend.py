@@ -68,7 +68,7 @@ class RayExecutor:
         try:
             import ray
         except ModuleNotFoundError:
-            raise LeafError("--ray needs Ray: pip install 'leaf-cli[scale]' (or pip install ray)") from None
+            raise LeafError("--ray needs Ray: pip install 'leaf-agent[scale]' (or pip install ray)") from None
         self.cfg, self.infra_retries, self.owns = cfg, 0, False  # infra_retries: this process's total
         if not ray.is_initialized():  # a caller (a test, a notebook) may have joined a cluster already
             address = parse_ray_address(cfg.address)
@@ -161,9 +161,12 @@ class RayExecutor:
             options["num_gpus"] = needs.gpus
         if needs.memory_mb:
             options["memory"] = needs.memory_mb << 20
+        custom = dict(needs.resources)
         resource = self.cfg.sandbox_resources.get(needs.sandbox)
         if resource:
-            options["resources"] = {resource: 0.001}
+            custom[resource] = max(custom.get(resource, 0.0), 0.001)
+        if custom:
+            options["resources"] = custom
         return options
 
     def _land(self, job: Job, value: Any, files: dict[str, bytes], scratch: str) -> Any:

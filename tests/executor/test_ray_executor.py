@@ -116,6 +116,33 @@ def test_a_worker_killed_mid_attempt_is_retried_once(cluster, app, toolz_tasks, 
     assert _verdicts(tmp_path / "local") == _verdicts(tmp_path / "ray")
 
 
+def test_an_interrupted_driver_resumes_on_the_other_executor(cluster, toolz_tasks, tmp_path: Path) -> None:  # noqa: F811
+    """The driver stops after its first result (Ctrl-C): in-flight Ray attempts are cancelled and write
+    nothing; `resume` on the local executor runs only the rest, and the finished line is kept as it was."""
+    from dataclasses import replace
+
+    from leaf_cli.llm.replay import ReplayEngine
+    from leaf_cli.tasks import EvalConfig, load_tasks, make_sandbox, run_eval
+
+    path, _ = toolz_tasks
+    task_file = load_tasks(path)
+    script = _script(tmp_path / "fix.jsonl")
+    config = EvalConfig(out=tmp_path / "run", sandbox=make_sandbox("subprocess"), model_name="replay",
+                        base_dir=task_file.base_dir, attempts=1, run_id="r", executor=make_executor(RAY))
+
+    def interrupt(_result) -> None:  # noqa: ANN001
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(task_file.tasks, lambda: ReplayEngine.from_file(script), config, interrupt)
+    first = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert len(first) == 1
+    summary = run_eval(task_file.tasks, lambda: ReplayEngine.from_file(script), replace(config, resume=True, executor=None))
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert lines[0] == first[0] and len(_verdicts(tmp_path / "run")) == 3
+    assert summary["n_attempts"] == 3 and summary["executor"] == "local" and summary["resolved"] == 1
+
+
 def _validated(out: Path) -> list[tuple]:
     rows = [json.loads(line) for line in (out / "validated.jsonl").read_text().splitlines()]
     return sorted((r["candidate"], r["ok"], r["reason"], r["f2p"], r["p2p"], r["gold_resolved"]) for r in rows)

@@ -102,7 +102,8 @@ def start_rollouts(cfg: RLConfig, executor: Executor, env: Environment, trajecto
     else:
         make = partial(remote_worker, cfg, env, trajectories)
         pusher = local_engine() if cfg.rollout.engine == "server" else None
-    needs = Needs(cpus=executor.cfg.cpus_per_job, gpus=executor.cfg.gpus_per_worker)
+    needs = Needs(cpus=executor.cfg.cpus_per_job, gpus=executor.cfg.gpus_per_worker,
+                  resources=tuple(sorted(executor.cfg.worker_resources.items())))
     workers: list[Worker] = executor.pool(make, n, "rollout", needs)
 
     def update(state: dict[str, Any], version: int) -> None:
