@@ -65,6 +65,7 @@ def _host_port(address: str) -> bool:
 def from_flag(ray: str | None, section: ExecutorConfig | None = None) -> ExecutorConfig:
     """`--ray ADDRESS` wins over the config's section; neither is the local executor."""
     if ray:
+        parse_ray_address(ray)  # a bad address: one line, before anything starts
         base = section.model_dump() if section is not None else {}
         return ExecutorConfig.model_validate({**base, "kind": "ray", "address": ray})
     return section or ExecutorConfig()

@@ -87,3 +87,19 @@ def test_leaf_help_and_local_runs_never_import_ray() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_bad_ray_address_stops_eval_with_one_line(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from leaf_cli.cli import eval as eval_cli
+
+    app = typer.Typer()
+    eval_cli.register(app)
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(_task().to_json() + "\n")
+    (tmp_path / "r.jsonl").write_text('{"content": "x"}\n')
+    result = CliRunner().invoke(app, ["eval", "run", str(tasks), "-m", f"replay:{tmp_path / 'r.jsonl'}", "-o",
+                                      str(tmp_path / "out"), "--ray", "bogus"])
+    assert result.exit_code == 2 and "--ray 'bogus'" in result.output and not (tmp_path / "out").exists()
