@@ -65,10 +65,11 @@ def test_verified_jsonl_row_becomes_a_task(tmp_path: Path) -> None:
     assert task.install_config.log_parser == "swebench:django"
     assert extra["test_files"] == ["admin_views.tests", "admin_views.test_new"]
     script = extra["eval_script"]
-    # django 3.0 generates its locale before the run; test files are reset, the new one removed, twice.
-    assert "locale-gen" in script
+    # django 3.0 generates its locale before the run and re-installs; the modified test files are reset
+    # twice; the file the test patch creates is left in place, as the official script leaves it.
+    assert "locale-gen" in script and "\npython -m pip install -e .\n" in script
     assert script.count("git checkout d26b2424437dabeeca94d7900b37d2df4410da0c tests/admin_views/tests.py") == 2
-    assert script.count("rm -f tests/admin_views/test_new.py") == 2
+    assert "test_new.py" not in script.split("EOF_114329324912")[0] and "rm -f" not in script
     start, end = script.index(START_MARKER), script.index(END_MARKER)
     assert start < script.index("runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests admin_views.test_new") < end
     assert script.index(EXIT_MARKER) > end
