@@ -76,7 +76,7 @@ def from_reward(task: Task, patch: str, result: RewardResult) -> GradeResult:
     return GradeResult(instance_id=task.instance_id, resolved=result.resolved, patch_applied=how,
                        exit_code=result.exit_code, infra_failure=result.infra_failure, error=result.error,
                        test_seconds=result.test_seconds, sandbox=result.sandbox, grader="reward",
-                       reward=result.reward, apply_log=result.output_tail[-2000:])
+                       reward=result.reward, rewards=result.rewards, apply_log=result.output_tail[-2000:])
 
 
 def grade_tests(task: Task, patch: str, sandbox: Sandbox, *, base_dir: Path | None = None,

@@ -27,6 +27,8 @@ class GradeResult(BaseModel):
     sandbox: str = ""
     grader: str = Field("tests", description="tests, reward, swebench or swebench_pro.")
     reward: float | None = Field(None, description="The verifier's reward (reward-graded tasks).")
+    rewards: dict[str, float] = Field(default_factory=dict, description="Every reward the verifier wrote "
+                                      "(Harbor's keys; PatchEval's strict and poc).")
     log_path: str | None = Field(None, description="The grading log kept for image-graded tasks.")
 
     @property
