@@ -25,7 +25,7 @@ import pytest
 REFS: dict[str, list[str]] = {
     "swebench-5.0.2": ["swebench==5.0.2", "unidiff==0.7.5"],
     "swebench-4.1.0": ["swebench==4.1.0", "unidiff==0.7.5"],
-    "harbor-0.25.0": ["harbor==0.25.0", "toml==0.10.2"],
+    "harbor-0.25.0": ["harbor==0.25.0", "toml==0.10.2", "pathspec==0.12.1"],
     "django-4.2.17": ["django==4.2.17", "asgiref==3.8.1", "sqlparse==0.5.3"],
 }
 ONLY_312 = {"harbor==0.25.0"}
