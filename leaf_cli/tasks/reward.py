@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -197,7 +198,7 @@ def _run_separate(task: Task, spec: RewardSpec, container: str | None, scratch: 
     return run_process(separate_verifier_argv(task, spec, scratch), cwd=scratch, timeout=spec.timeout_s + 60, env=env)
 
 
-PATCHEVAL_SCRIPT = """cd /workspace
+PATCHEVAL_SCRIPT = """cd {workspace}
 timeout {t} bash prepare.sh
 timeout {t} bash fix-run.sh; poc=$?
 echo "{poc_marker} $poc"
@@ -210,10 +211,11 @@ fi
 POC_MARKER, UNIT_MARKER = ">>>>> PatchEval PoC exit:", ">>>>> PatchEval unit tests exit:"
 
 
-def patcheval_command(timeout_s: float = 600) -> str:
+def patcheval_command(timeout_s: float = 600, workspace: str = "/workspace") -> str:
     """PatchEval's strict check, in one container: prepare + fix-run, then (only when the PoC is fixed)
-    prepare + unit_test, each bounded as its evaluator bounds them (`timeout 600`)."""
-    return PATCHEVAL_SCRIPT.format(t=int(timeout_s), poc_marker=POC_MARKER, unit_marker=UNIT_MARKER)
+    prepare + unit_test, each bounded as its evaluator bounds them (`timeout 600`), from `workspace`."""
+    return PATCHEVAL_SCRIPT.format(t=int(timeout_s), workspace=shlex.quote(workspace), poc_marker=POC_MARKER,
+                                   unit_marker=UNIT_MARKER)
 
 
 def patcheval_rewards(output: str) -> dict[str, float] | None:

@@ -37,8 +37,11 @@ HIDDEN_KEYS = ("vul_patch", "fix_func", "patch_url", "fix_patch")
 """Columns that are (or point at) the answer: kept off the task's visible fields."""
 
 
-def import_patcheval_rows(rows: list[dict[str, Any]]) -> list[Task]:
-    """Convert PatchEval records of any of the three shapes."""
+def import_patcheval_rows(rows: list[dict[str, Any]], card: list[dict[str, Any]] | None = None) -> list[Task]:
+    """Convert PatchEval records of any of the three shapes. `card` (records that name their language, e.g.
+    patcheval_verified.json) gives agent rows their language, as PatchEval's own scripts look it up."""
+    languages = {str(r.get("cve_id", "")).upper(): r.get("programming_language") or r.get("programing_language")
+                 for r in card or []}
     tasks = []
     for number, row in enumerate(rows, 1):
         cve = row.get("cve_id") or row.get("cve")
@@ -47,16 +50,17 @@ def import_patcheval_rows(rows: list[dict[str, Any]]) -> list[Task]:
         if "poc_test_cmd" in row and row["poc_test_cmd"] is None and not (row.get("image_url") or row.get("image_name")):
             raise LeafError(f"record {number} ({cve}): poc_test_cmd is null, so PatchEval has no sandbox to grade it in")
         image = row.get("image_url") or row.get("image_name") or IMAGE.format(cve=str(cve).lower())
-        tasks.append(_task(row, str(cve).upper(), str(image)))
+        tasks.append(_task(row, str(cve).upper(), str(image), languages.get(str(cve).upper())))
     return tasks
 
 
-def _task(row: dict[str, Any], cve: str, image: str) -> Task:
+def _task(row: dict[str, Any], cve: str, image: str, card_language: str | None = None) -> Task:
     vulnerable = row.get("vul_func") or []
     workdir = str(row.get("work_dir") or row.get("workdir") or work_dir_of(str(row.get("repo") or "")))
     statement = str(row.get("problem_statement") or "").strip() and str(row["problem_statement"])
     statement = statement or card_statement(row, workdir)
-    language = row.get("programming_language") or row.get("programing_language") or language_of(statement)
+    language = (row.get("programming_language") or row.get("programing_language") or card_language
+                or language_of(statement))
     spec = RewardSpec(kind="patcheval", command=patcheval_command(), workdir=workdir, patch_path=PATCH_PATH,
                       success="patcheval", timeout_s=1800.0)
     data = {k: v for k, v in row.items() if k not in HIDDEN_KEYS}
