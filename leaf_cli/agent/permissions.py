@@ -1,4 +1,4 @@
-"""Permission modes, the safety gate, the scrubbed environment and the bubblewrap sandbox for Bash.
+"""Permission modes and the safety gate: a courtesy on top of the sandbox (leaf_cli/agent/sandbox.py).
 
 The gate is what `run_episode(gate=...)` calls before each tool call: None allows the call, a string refuses
 it and goes back to the model as `PermissionError: <reason>`. The safety checks apply in every mode; the
@@ -10,11 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
-from typing import Callable, Literal, Mapping
+from typing import Callable, Literal
 
-from leaf_cli.errors import LeafError
 from leaf_cli.llm.messages import ToolCall
 
 Mode = Literal["ask", "auto-edit", "yolo"]
@@ -24,7 +22,6 @@ Confirm = Callable[[ToolCall], Answer]
 """Asks the user about one call: yes, no, or always (yes to every later call of the same tool)."""
 
 EDIT_TOOLS = frozenset({"write", "edit"})
-SECRET_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PASSWD", "_CREDENTIALS")
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "$(", "`", "{", "}", "\n", "|&"})
 _REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "1>", "2>"})
 _WRAPPERS = frozenset({"env", "command", "nohup", "time", "nice", "exec", "builtin", "xargs", "timeout", "stdbuf"})
@@ -270,21 +267,3 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _in_git_internals(path: Path, root: Path) -> bool:
     return _inside(path, root / ".git")
-
-
-def scrub_env(environ: Mapping[str, str], pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
-    """The environment Bash gets: leaf's own minus anything that looks like a secret, unless passed by name."""
-    keep = {name.upper() for name in pass_env}
-    return {k: v for k, v in environ.items()
-            if k.upper() in keep or not k.upper().endswith(SECRET_SUFFIXES)}
-
-
-def bwrap_prefix(root: Path) -> list[str]:
-    """Run Bash under bubblewrap: no network, the whole file system read-only except the workdir and /tmp."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        raise LeafError("--sandbox bwrap needs bubblewrap; install it (apt-get install bubblewrap) or use --sandbox none")
-    from leaf_cli.tools.bwrap import bwrap_argv
-
-    root = root.resolve()
-    return bwrap_argv(exe, cwd=root, writable=[root])
