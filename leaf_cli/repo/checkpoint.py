@@ -26,6 +26,7 @@ from leaf_cli.repo.git import GitError, git, out
 from leaf_cli.repo.store import copy_objects, ensure_store, stat_cache
 
 _GITLINK = "160000"
+EXCLUDES = "excludes"
 _COPY_TRIES = 3
 
 
@@ -86,31 +87,41 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
         shutil.copy2(paths.index, meta_dir / "index")
     gitmeta.save(paths, meta_dir / "git")
     _copy_until_whole(paths, store, refs, meta_dir / "index")
-    worktree_tree = snapshot(top, store, strict=True)
+    index_tree = _index_tree(top, store, meta_dir / "index")
+    excludes = meta_dir / EXCLUDES
+    excludes.write_bytes(worktree.user_excludes(top))
+    base = index_tree or (f"{head}^{{tree}}" if head else None)
+    worktree_tree = snapshot(top, store, base, excludes, strict=True)
     env = tree_env(store, top, stat_cache(store, top))
     _refuse_gitlinks(top, env, worktree_tree)
-    worktree.save(worktree.capture(top, env, worktree_tree), meta_dir)
-    return RepoState(head=head, branch=branch, refs=refs, index_tree=_index_tree(top, store, meta_dir / "index"),
-                     worktree_tree=worktree_tree, object_format=fmt, meta_dir=str(meta_dir))
+    extras = worktree.capture(top, env, worktree_tree)
+    worktree.save(extras, meta_dir)
+    worktree.append_ignored(excludes, extras)  # later snapshots of this run leave them out: not the run's files
+    return RepoState(head=head, branch=branch, refs=refs, index_tree=index_tree, worktree_tree=worktree_tree,
+                     object_format=fmt, meta_dir=str(meta_dir))
 
 
-def current_tree(top: Path, store: Path, fallback_tree: str) -> str:
+def current_tree(top: Path, store: Path, state: RepoState) -> str:
     """The working tree as it is now, as a tree in the store; works even after the agent removed `.git`.
 
-    The store's own index for this work tree is the stat cache; without one `fallback_tree` seeds it.
+    Paths ignored when `state` was recorded stay out (they are the user's, whatever `.gitignore` says now).
     """
-    return snapshot(top, store, fallback_tree=fallback_tree)
+    excludes = Path(state.meta_dir) / EXCLUDES if state.meta_dir else None
+    return snapshot(top, store, state.worktree_tree, excludes if excludes and excludes.is_file() else None)
 
 
-def snapshot(top: Path, store: Path, *, strict: bool = False, fallback_tree: str | None = None) -> str:
-    """Stage every file of the work tree (new, modified, deleted, mode) into the store's index; write the tree.
+def snapshot(top: Path, store: Path, base: str | None, excludes: Path | None, *, strict: bool = False) -> str:
+    """Every file of the work tree as a tree: `base`'s paths plus untracked, not ignored ones, as they are now.
 
-    `strict` (the checkpoint) refuses when a file cannot be read instead of leaving it out.
+    The store's own index for this work tree is git's stat cache: `read-tree -m` takes `base`'s paths
+    and keeps the cached stat data of entries whose content matches, so unchanged files are not hashed
+    again. `strict` (the checkpoint) refuses when a file cannot be read instead of leaving it out.
     """
-    cache = stat_cache(store, top)
-    env = tree_env(store, top, cache)
-    if not cache.is_file() and fallback_tree is not None:
-        git(top, "read-tree", fallback_tree, env=env)
+    env = tree_env(store, top, stat_cache(store, top), excludes)
+    if base is not None:
+        git(top, "read-tree", "-m", "-i", base, env=env)
+    else:
+        git(top, "read-tree", "--empty", env=env)
     proc = git(top, "add", "-A", *([] if strict else ["--ignore-errors"]), "--", ":/", env=env, check=False)
     if strict and proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
@@ -122,13 +133,18 @@ def snapshot(top: Path, store: Path, *, strict: bool = False, fallback_tree: str
     return tree
 
 
-def tree_env(store: Path, top: Path, index: Path) -> dict[str, str]:
+def tree_env(store: Path, top: Path, index: Path, excludes: Path | None = None) -> dict[str, str]:
     """Git env for content calls: the store is the git dir (its config, its raw attributes, its objects).
 
+    `excludes` is the run's ignore file (the user's global excludes and the paths ignored at its start).
     No alternates into the repository on purpose: git skips writing an object it can already see, and then
     a tree would exist only in the repository, where the agent can prune it.
     """
-    return {"GIT_DIR": str(store), "GIT_WORK_TREE": str(top), "GIT_INDEX_FILE": str(index)}
+    env = {"GIT_DIR": str(store), "GIT_WORK_TREE": str(top), "GIT_INDEX_FILE": str(index)}
+    if excludes is not None:
+        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.excludesFile",
+                    "GIT_CONFIG_VALUE_0": str(excludes)})
+    return env
 
 
 def diff(top: Path, store: Path, old_tree: str, new_tree: str, *, stat: bool = False) -> str:

@@ -64,13 +64,13 @@ def is_live(run: RunRecord) -> bool:
 def run_patch(run: RunRecord) -> str:
     """Everything the run changed against the start state (new and deleted files included), as a git patch."""
     top, store = Path(run.top), Path(run.store)
-    return diff(top, store, run.before.worktree_tree, current_tree(top, store, run.before.worktree_tree))
+    return diff(top, store, run.before.worktree_tree, current_tree(top, store, run.before))
 
 
 def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     """Record the after-state and the diff stat; return the patch."""
     top, store = Path(run.top), Path(run.store)
-    after_tree = current_tree(top, store, run.before.worktree_tree)
+    after_tree = current_tree(top, store, run.before)
     run.after = _light_state(top, after_tree)
     patch = diff(top, store, run.before.worktree_tree, after_tree)
     run.files_changed, run.insertions, run.deletions = _shortstat(diff(top, store, run.before.worktree_tree,
@@ -121,7 +121,7 @@ def changed_since(run: RunRecord) -> list[str]:
     if run.after is None:
         return ["the run never recorded its end state (it was killed)"]
     top, store = Path(run.top), Path(run.store)
-    now = _light_state(top, current_tree(top, store, run.before.worktree_tree))
+    now = _light_state(top, current_tree(top, store, run.before))
     problems = []
     if now.worktree_tree != run.after.worktree_tree:
         stat = diff(top, store, run.after.worktree_tree, now.worktree_tree, stat=True).strip().splitlines()

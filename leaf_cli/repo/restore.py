@@ -37,7 +37,7 @@ def restore(top: Path, store: Path, state: RepoState, keep_refs: tuple[str, ...]
     extras = worktree.load(meta)
     _restore_files(top, store, state, extras)
     _restore_index(top, store, paths, meta)
-    now = current_tree(top, store, state.worktree_tree)
+    now = current_tree(top, store, state)
     if now != state.worktree_tree:
         raise GitError(f"restore incomplete: working tree is {now}, expected {state.worktree_tree}")
     return dropped
@@ -80,7 +80,7 @@ def _refs(top: Path) -> dict[str, str]:
 
 def _restore_files(top: Path, store: Path, state: RepoState, extras: worktree.WorktreeExtras) -> None:
     """Delete what the run added, then write back every path whose content, mode or type differs."""
-    now = current_tree(top, store, state.worktree_tree)
+    now = current_tree(top, store, state)
     env = {"GIT_DIR": str(store)}
     raw = git(top, "diff-tree", "-r", "-z", "--no-renames", state.worktree_tree, now, env=env).stdout
     fields = raw.split(b"\0")

@@ -10,7 +10,9 @@ the ignored paths, and applies them on restore.
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
 from pathlib import Path
 from typing import Mapping
 
@@ -121,6 +123,35 @@ def apply(top: Path, env: Mapping[str, str], tree: str, extras: WorktreeExtras) 
                 pass  # not empty after all (a deeper folder is recorded): leave it
     for rel in extras.empty_dirs:
         (top / rel).mkdir(parents=True, exist_ok=True)
+
+
+def user_excludes(top: Path) -> bytes:
+    """The user's global ignore file (core.excludesFile, else git's default place), for leaf's own calls,
+    which read no global config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    proc = subprocess.run(["git", "config", "--no-includes", "--path", "--get", "core.excludesFile"], cwd=top,
+                          env=env, capture_output=True, timeout=30, check=False)
+    configured = proc.stdout.decode(errors="surrogateescape").strip()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(configured).expanduser() if configured else Path(xdg) / "git" / "ignore"
+    try:
+        return path.read_bytes() + b"\n" if path.is_file() else b""
+    except OSError:
+        return b""
+
+
+def append_ignored(excludes: Path, extras: WorktreeExtras) -> None:
+    """Add every path ignored at record time to `excludes`, as an exact, anchored pattern."""
+    with excludes.open("ab") as fh:
+        for rel in extras.ignored:
+            fh.write(os.fsencode(_exact_pattern(rel)) + b"\n")
+
+
+def _exact_pattern(rel: str) -> str:
+    body = re.sub(r"([\\*?\[])", r"\\\1", rel)
+    if body.endswith(" "):
+        body = body[:-1] + "\\ "
+    return "/" + body
 
 
 def save(extras: WorktreeExtras, folder: Path) -> None:
