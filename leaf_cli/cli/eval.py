@@ -229,7 +229,9 @@ def _read_predictions(path: Path) -> tuple[dict[str, list[str]], str]:
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
-        rows = list(data.values()) if isinstance(data, dict) else data
+        # A one-line JSONL file parses as one object: one prediction, not a dict keyed by instance id.
+        single = isinstance(data, dict) and isinstance(data.get("instance_id"), str)
+        rows = [data] if single else list(data.values()) if isinstance(data, dict) else data
     except json.JSONDecodeError:
         rows = []
         for number, line in enumerate(text.splitlines(), 1):

@@ -217,7 +217,7 @@ def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None, *, attempt
 
 def _result(task: Task, attempt: int, config: EvalConfig, verdict: GradeResult, began: float) -> AttemptResult:
     data = verdict.model_dump(include={"resolved", "patch_applied", "restored", "f2p", "p2p", "exit_code",
-                                       "infra_failure", "error", "sandbox", "grader", "reward", "log_path"}, mode="json")
+                                       "infra_failure", "error", "sandbox", "grader", "reward", "rewards", "log_path"}, mode="json")
     return AttemptResult(instance_id=task.instance_id, attempt=attempt, repo=task.repo or task.instance_id,
                          model=config.model_name, harness=config.harness, wall_s=round(time.monotonic() - began, 3), **data)
 
