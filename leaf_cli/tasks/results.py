@@ -31,6 +31,8 @@ class AttemptResult(BaseModel):
     p2p: dict[str, str] = Field(default_factory=dict)
     exit_code: int | None = None
     infra_failure: str | None = None
+    infra_retries: int = 0
+    """Times the attempt was re-run because its worker or node was lost (Ray executor)."""
     error: str | None = None
     exit_reason: str | None = None
     steps: int = 0
