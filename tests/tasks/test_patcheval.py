@@ -160,3 +160,18 @@ def test_patcheval_tasks_grade_both_ways_in_one_container() -> None:
     command = reward_spec(task).command
     assert command.index("fix-run.sh") < command.index("unit_test.sh")  # unit tests only after the PoC is fixed
     assert patcheval_rewards("no markers") is None
+
+
+def test_the_agent_container_hides_the_scripts_and_has_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PoC, prepare/fix-run/unit_test scripts and fix.patch live in /workspace, above the repository the
+    agent gets: the agent's container covers /workspace with an empty tmpfs and mounts only the repository."""
+    from leaf_cli.tasks import image as image_module
+    from leaf_cli.tasks.image import ImageSession
+
+    [task] = import_patcheval_rows([CARD_ROW])
+    seen: list[list[str]] = []
+    monkeypatch.setattr(image_module, "docker", lambda args, **kw: seen.append(args) or "")
+    ImageSession(task, tmp_path).start()
+    argv = seen[-1]
+    assert argv[argv.index("--tmpfs") + 1] == "/workspace" and argv[argv.index("--network") + 1] == "none"
+    assert f"{tmp_path.resolve()}:/workspace/ffmpegdotjs" in argv
