@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -41,7 +42,7 @@ def _run_remote(fn: Callable[..., Any], args: tuple, with_outputs: bool) -> tupl
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-class _Holder:
+class LeafWorker:
     """A Ray actor around what `make()` builds; methods are called by name."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
@@ -85,7 +86,7 @@ class RayExecutor:
                 raise LeafError(f"cannot reach the Ray cluster at {cfg.address!r}: {exc}") from None
             self.owns = True
         self._remote = ray.remote(_run_remote)
-        self._actor = ray.remote(_Holder)
+        self._actor = ray.remote(LeafWorker)
 
     def run(self, jobs: Iterable[Job], workers: int = 1) -> Iterator[Done]:
         """Submit every job (the cluster's resources bound how many run at once) and yield them as they end."""
@@ -126,10 +127,12 @@ class RayExecutor:
     def pool(self, make: Callable[[], Any], n: int, name: str, needs: Needs) -> list[RayWorker]:
         """`n` actors, each building its own `make()` on its node. Two calls may run at once in one actor
         (a weight update lands while a rollout samples, as with the local threads)."""
+        tag = uuid.uuid4().hex[:6]  # a later pool of the same name (the next RL chunk) never meets a dying one
         workers = []
         for i in range(n):
-            options = {**self._resources(needs), "name": f"{name}-{i}", "max_concurrency": 2, "max_restarts": 0}
-            workers.append(RayWorker(f"{name}-{i}", self._actor.options(**options).remote(make)))
+            label = f"{name}-{tag}-{i}"
+            options = {**self._resources(needs), "name": label, "max_concurrency": 2, "max_restarts": 0}
+            workers.append(RayWorker(label, self._actor.options(**options).remote(make)))
         return workers
 
     def broadcast(self, workers: list[RayWorker], method: str, *args: Any) -> None:
