@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
+from leaf_cli.tools import texts
+
 
 def _wire_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
     """Rewrite pydantic's schema in place into the harness's plain form (order: type, properties, required)."""
@@ -95,7 +97,7 @@ class CallArgs:
         """The path under `key` or, as the harness accepted, `path`; `KEY is required` when neither is set."""
         value = self.raw.get(key) or self.raw.get("path")
         if not value:
-            raise ValueError(f"{key} is required")
+            raise ValueError(texts.REQUIRED.format(key=key))
         return value
 
     def text(self, key: str) -> str:
@@ -107,7 +109,7 @@ class CallArgs:
         and Python's repr for an object: a missing or null value is an error, an object or list is JSON."""
         value = self.raw.get(key)
         if value is None:
-            raise ValueError(f"{key} is required")
+            raise ValueError(texts.REQUIRED.format(key=key))
         if isinstance(value, (dict, list)):
             return json.dumps(value, ensure_ascii=False, indent=2)
         return str(value)

@@ -18,6 +18,7 @@ from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool, ToolFailure
 from leaf_cli.tools.output import BASH_CHARS, HeadBuffer, truncation_marker
 from leaf_cli.tools.process import run_command
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 BASH_PATH = "/bin/bash"
@@ -55,16 +56,16 @@ def timeout_seconds(args: CallArgs, default: float, ceiling: float | None = None
 def run_bash(args: CallArgs, workspace: Workspace) -> str:
     command = args.text("command")
     if not command:
-        raise ValueError("command is required")
+        raise ValueError(texts.REQUIRED.format(key="command"))
     timeout = timeout_seconds(args, workspace.bash_default_timeout, workspace.bash_max_timeout)
     argv = [*workspace.bash_prefix, BASH_PATH, "-lc", command]
     ran = run_command(argv, workspace.root, workspace.env, max(MIN_TIMEOUT, timeout), BASH_CHARS, workspace.jobs.add)
     if ran.timed_out:
-        return render(f"Timed out after {timeout:.1f}s", ran.stdout.loose, ran.stderr.loose)
+        return render(texts.timed_out(timeout), ran.stdout.loose, ran.stderr.loose)
     error = ran.stdout.error or ran.stderr.error
     if error is not None:
         raise ToolFailure("UnicodeDecodeError", error)
-    return render(f"Exit code: {ran.returncode}", ran.stdout.text, ran.stderr.text)
+    return render(texts.exit_code(ran.returncode), ran.stdout.text, ran.stderr.text)
 
 
 def render(head: str, stdout: HeadBuffer, stderr: HeadBuffer, cap: int = BASH_CHARS) -> str:
@@ -72,8 +73,8 @@ def render(head: str, stdout: HeadBuffer, stderr: HeadBuffer, cap: int = BASH_CH
 
     Each buffer keeps the first `cap` chars of its stream, which is all the cut can show of it.
     """
-    text = f"{head}\nSTDOUT:\n{stdout.text}\nSTDERR:\n{stderr.text}"
-    total = len(head) + len("\nSTDOUT:\n") + stdout.total + len("\nSTDERR:\n") + stderr.total
+    text = texts.bash_layout(head, stdout.text, stderr.text)
+    total = len(head) + texts.BASH_FIXED + stdout.total + stderr.total
     if total <= cap:
         return text
     return text[:cap] + truncation_marker(total - cap)

@@ -14,6 +14,7 @@ from pydantic import Field
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
 from leaf_cli.tools.textfile import TextFile, atomic_write, convert_newlines, load_target, os_error
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 
@@ -28,14 +29,14 @@ def run_edit(args: CallArgs, workspace: Workspace) -> str:
     target = workspace.target(args.path("file_path"))
     old_string, new_string = args.text("old_string"), args.text("new_string")
     if not old_string:
-        raise ValueError("old_string must be non-empty")
+        raise ValueError(texts.OLD_STRING_EMPTY)
     file = load_target(target)
     old, count = _match(file, old_string)
     replace_all = args.truthy("replace_all")
     if count == 0:
-        raise ValueError("old_string was not found")
+        raise ValueError(texts.OLD_STRING_NOT_FOUND)
     if count != 1 and not replace_all:
-        raise ValueError(f"old_string matched {count} times; set replace_all=true or use a more specific old_string")
+        raise ValueError(texts.OLD_STRING_MANY.format(count=count))
     changed = count if replace_all else 1
     if old_string != new_string:
         new = convert_newlines(new_string, _ending(old, file))
@@ -46,7 +47,7 @@ def run_edit(args: CallArgs, workspace: Workspace) -> str:
             data = TextFile(text=updated, bom=file.bom).encode(updated)  # latin-1 cannot hold it: UTF-8 then
         with os_error(target):
             atomic_write(target.real, data)
-    return f"Edited {target.shown} ({changed} replacement{'s' if changed != 1 else ''})."
+    return texts.edited(target.shown, changed)
 
 
 def _match(file: TextFile, old: str) -> tuple[str, int]:

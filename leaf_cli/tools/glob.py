@@ -28,6 +28,7 @@ from pydantic import Field
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool, ToolFailure
 from leaf_cli.tools.output import GLOB_LIMIT
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 
 _MAGIC = re.compile(r"[*?[]")
@@ -48,7 +49,7 @@ class _Fallback(Exception):
 def run_glob(args: CallArgs, workspace: Workspace) -> str:
     pattern = args.text("pattern")
     if not pattern:
-        raise ValueError("pattern is required")
+        raise ValueError(texts.REQUIRED.format(key="pattern"))
     base = workspace.target(args.get("path") or ".")
     full = base.given / pattern  # pathlib's join: an absolute pattern replaces the base, `a//b/` is `a/b`
     literal, rest = _split(str(full))
@@ -142,9 +143,9 @@ def _fast(literal: list[str], rest: list[str], workspace: Workspace) -> tuple[li
 def _listing(paths: list[str], total: int) -> str:
     """`paths` (the sorted head of the matches), then how many more matched."""
     if not paths:
-        return "No files matched."
+        return texts.NO_FILES
     more = total - len(paths)
-    return "\n".join(paths) + (f"\n... {more} more files" if more > 0 else "")
+    return "\n".join(paths) + (texts.more_files(more) if more > 0 else "")
 
 
 def _split(pattern: str) -> tuple[list[str], list[str]]:

@@ -12,6 +12,7 @@ from leaf_cli.tools.bash import BASH
 from leaf_cli.tools.edit import EDIT
 from leaf_cli.tools.glob import GLOB
 from leaf_cli.tools.read import READ
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 from leaf_cli.tools.write import WRITE
 
@@ -32,7 +33,7 @@ def run_tool_call(call: ToolCall, workspace: Workspace, tools: tuple[Tool, ...] 
     """Run one call. Every failure becomes the observation `ExceptionType: message`; nothing is raised."""
     tool = find_tool(call.name, tools)
     if tool is None:
-        return ToolResult(text=f"Unknown tool: {call.name}", is_error=True)
+        return ToolResult(text=texts.UNKNOWN_TOOL.format(name=call.name), is_error=True)
     try:
         args = tool.args.from_call(call.arguments)
         return ToolResult(text=tool.run(args, workspace))

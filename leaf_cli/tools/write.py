@@ -16,6 +16,7 @@ from pydantic import Field
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
 from leaf_cli.tools.textfile import BinaryFileError, TextFile, atomic_write, decode, os_error
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 
@@ -32,7 +33,7 @@ def run_write(args: CallArgs, workspace: Workspace) -> str:
         if target.real.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.real))
         atomic_write(target.real, encode_like(target.real, content, target.shown))
-    return f"Wrote {target.shown} ({len(content)} bytes)."
+    return texts.wrote(target.shown, len(content))
 
 
 def encode_like(path: Path, content: str, shown: str) -> bytes:

@@ -96,9 +96,15 @@ def test_a_server_started_in_one_call_answers_the_next(call, ws: Workspace) -> N
     began = time.monotonic()
     assert call("Bash", command=start) == "Exit code: 0\nSTDOUT:\n\nSTDERR:\n"
     assert time.monotonic() - began < 10  # its output goes to a file: the call returns at once
-    fetch = (f"for i in $(seq 50); do {sys.executable} -c \"import urllib.request as u; "
-             f"print(u.urlopen('http://127.0.0.1:{port}/index.html').read().decode(), end='')\" && break; sleep 0.1; done")
-    assert call("Bash", command=fetch, timeout=30) == "Exit code: 0\nSTDOUT:\nhello from the server\n\nSTDERR:\n"
+    client = ("import time, urllib.request as u\n"
+              "for _ in range(200):\n"
+              "    try:\n"
+              f"        print(u.urlopen('http://127.0.0.1:{port}/index.html').read().decode(), end=''); break\n"
+              "    except OSError:\n"
+              "        time.sleep(0.1)\n")
+    (ws.root / "client.py").write_text(client)
+    fetch = f"{sys.executable} client.py"
+    assert call("Bash", command=fetch, timeout=60) == "Exit code: 0\nSTDOUT:\nhello from the server\n\nSTDERR:\n"
     server = int((ws.root / "server.pid").read_text())
     assert _alive(server) and ws.jobs.sessions
     ws.end_episode()
