@@ -68,16 +68,17 @@ class Workspace:
 
     def target(self, value: object) -> Target:
         """The Target for a path argument (any JSON value: FrogNano's harness took `str(value)`)."""
-        given = Path(str(value)).expanduser()  # pathlib's rule: `~nosuchuser` is a RuntimeError, as there
-        if not given.is_absolute():
-            given = self.root / given
+        text = str(value)
+        if text.startswith("~"):
+            text = str(Path(text).expanduser())  # pathlib's rule: `~nosuchuser` is a RuntimeError, as there
+        given = Path(text if text.startswith("/") else self._prefix + text)  # normalised as pathlib joins
         if not self.confined:
             return Target(given, given, self.shown(given))
         try:
             real = self.resolve(str(given))
         except OutsideWorkspaceError:
             raise OutsideWorkspaceError(f"{value} is outside the working directory {self.root}") from None
-        return Target(given, real, self.shown(given))
+        return Target(given, real, self.display(real))  # `real` is resolved already: no second lookup
 
     def shown(self, given: Path) -> str:
         """FrogNano's display rule: the resolved path relative to the workdir when inside it, else as given."""
