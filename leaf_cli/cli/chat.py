@@ -220,6 +220,7 @@ class ChatSession:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
             reaper.stop()
+            self.sandbox.end_episode()  # the message's background jobs end with its episode
             view.pause()
             with _sigint_held():
                 settle(self.conversation)
