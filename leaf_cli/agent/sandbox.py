@@ -73,9 +73,12 @@ class AgentSandbox:
         return self
 
     def end_episode(self) -> None:
-        """Kill every process of the episode (the whole pid namespace) and start a fresh sandbox."""
-        if self.holder is not None:
-            self._stop_holder()
+        """Kill every process of the episode (the whole pid namespace); `ensure_started` makes a fresh one."""
+        self._stop_holder()
+
+    def ensure_started(self) -> None:
+        """Before an episode: the sandbox's command server is running (started again after `end_episode`)."""
+        if self.holder is None and self.holder_argv:
             self.start()
 
     def close(self) -> None:
@@ -92,7 +95,7 @@ class AgentSandbox:
 
 
 def resolve_kind(kind: str) -> str:
-    """`auto` becomes this platform's sandbox; an unknown name lists the valid ones."""
+    """`auto` becomes this platform's sandbox (none where leaf has none); an unknown name lists the valid ones."""
     if kind not in SANDBOXES:
         raise LeafError(f"unknown sandbox {kind!r}; choose one of: {', '.join(SANDBOXES)}")
     if kind != "auto":
@@ -101,8 +104,7 @@ def resolve_kind(kind: str) -> str:
         return "sandbox-exec"
     if sys.platform.startswith("linux"):
         return "bwrap"
-    raise LeafError(f"leaf has no sandbox for {sys.platform}; pass --sandbox none to run the agent's commands "
-                    "without one")
+    return "none"  # no sandbox exists for this platform: run without one, after the warning
 
 
 def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: bool = False,

@@ -208,8 +208,12 @@ class ChatSession:
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
 
+        from leaf_cli.cli.fix_session import hook_episode_end
+
         traj = None
+        self.sandbox.ensure_started()
         reaper = Reaper.start(watch=self.sandbox.kind == "none")
+        hook_episode_end(self.workspace, reaper, self.sandbox)
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,

@@ -176,7 +176,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     reaper = Reaper.start(watch=sandbox.kind == "none")
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
-        hook_episode_end(workspace, reaper)
+        hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
                            limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
@@ -205,12 +205,13 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
 
 
-def hook_episode_end(workspace: Any, reaper: Any) -> None:
-    """Kill the agent's escaped processes where the episode's own cleanup runs (Workspace.jobs, when the
-    tools have one), so nothing is left writing while the patch is taken. `reaper.stop()` is idempotent."""
+def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:
+    """Kill the agent's escaped processes and the sandbox's jobs where the episode's own cleanup runs
+    (Workspace.jobs, when the tools have one), so nothing is left writing while the patch is taken. Both
+    calls are idempotent; the caller makes them again after the episode for tools without that hook."""
     jobs = getattr(workspace, "jobs", None)
     if jobs is not None and hasattr(jobs, "on_close"):
-        jobs.on_close.append(lambda _sessions: reaper.stop())
+        jobs.on_close.append(lambda _sessions: (reaper.stop(), sandbox.end_episode()))
 
 
 def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
