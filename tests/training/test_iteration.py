@@ -10,7 +10,7 @@ import pytest
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks import Task
-from leaf_train.driver.config import deep_merge, load_iteration_config
+from leaf_train.driver.config import deep_merge
 from leaf_train.driver.select import best_evaluation
 from leaf_train.driver.state import Evaluation, StateFile, read_state
 from leaf_train.driver.synth import split, synth_config
@@ -18,6 +18,7 @@ from leaf_train.driver.policy import StartPolicy
 from leaf_train.driver.train import evaluations_without_improvement, stop_reason
 from leaf_train.driver.config import ValidationConfig
 from leaf_train.iteration import rl_config
+from leaf_train.rl.config import load_iteration_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 

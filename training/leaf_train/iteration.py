@@ -23,10 +23,10 @@ from typing import Callable
 from pydantic import ValidationError
 
 from leaf_cli.errors import LeafError
-from leaf_train.driver.config import IterationConfig, load_iteration_config, rl_settings
+from leaf_train.driver.config import IterationConfig, rl_settings
 from leaf_train.driver.policy import StartPolicy, iteration_dir, start_policy
 from leaf_train.driver.state import StateFile
-from leaf_train.rl.config import RLConfig, RolloutConfig
+from leaf_train.rl.config import RLConfig, RolloutConfig, load_iteration_config
 
 
 def iteration_command(iteration: int, config: Path, out: Path) -> int:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from leaf_cli.errors import LeafError
 from leaf_train.configfile import read_yaml
 
 
@@ -93,19 +92,6 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for key, value in over.items():
         out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
-
-
-def load_iteration_config(path: Path) -> IterationConfig:
-    """The `iteration:` section of the RL config file at `path` (the whole file is validated). A file
-    without the section gets a clear error naming one that has it."""
-    from leaf_train.rl.config import load_config
-
-    cfg = load_config(path).iteration
-    if cfg is None:
-        raise LeafError(f"{path} has no `iteration:` section, so it configures `leaf train rl` only; the iteration "
-                        "needs one, e.g. training/configs/cpu-smoke.yaml")
-    cfg.source = path.resolve()
-    return cfg
 
 
 def rl_settings(cfg: IterationConfig) -> dict[str, Any]:
