@@ -30,7 +30,7 @@ from leaf_train.taskpilot.refine import CannotRefine, refine, write_statement
 from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment, export
 from leaf_train.taskpilot.sources import SkippedSource, SourceError, SourceTree, resolve
 from leaf_train.taskpilot.store import Store, read_jsonl
-from leaf_train.taskpilot.tasks_out import final_task
+from leaf_train.taskpilot.tasks_out import final_task, hidden_tests
 from leaf_train.taskpilot.validate import validate
 
 OnEvent = Callable[[str, str], None]
@@ -194,7 +194,7 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if cal is None or cal.rollouts < ctx.cfg.rollouts:
             task = snap.task(ctx.cfg.out, instance_id=cand.id, base_commit=val.base_commit, patch=cand.patch,
                              test_patch=cand.test_patch, problem_statement=cand.problem_statement,
-                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p)
+                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p, hidden_paths=hidden_tests(cand, val))
             cal = calibrate(task, round_, cand.specificity, ctx.policy, ctx.sandbox, ctx.cfg, ctx.cfg.out)
             ctx.store.append("calibration", cal)
         ctx.emit("calibrated", f"{cand.id}: p̂={cal.p_hat:.2f} {cal.verdict}")
