@@ -126,9 +126,27 @@ def test_rl_stops_after_patience_evaluations_without_improvement() -> None:
 
 def test_best_checkpoint_is_the_highest_rate_then_the_earliest() -> None:
     evals = [_ev(0, 0.75), _ev(2, 0.25), _ev(4, 0.5), _ev(6, 0.5)]
-    assert best_evaluation(evals).step == 4  # the starting policy (step 0) is not a candidate
+    assert best_evaluation(evals, fixed=0.0).step == 4  # the starting policy (step 0) is not a candidate
     with pytest.raises(LeafError):
         best_evaluation([_ev(0, 0.5)])
+
+
+def _ev_n(step: int, resolved: int, n: int) -> Evaluation:
+    return Evaluation(step=step, solve_rate=resolved / n, resolved=resolved, attempts=n, run_dir=f"eval/{step}")
+
+
+def test_selection_and_saturation_are_noise_aware() -> None:
+    """On 64 attempts one more solve (+1.6 points) is noise: the earlier checkpoint is kept and it is no
+    improvement; +20 points is well past z = 1 standard error of the difference (~8 points) and counts."""
+    a, b = _ev_n(2, 20, 64), _ev_n(4, 21, 64)
+    se_diff = (a.se ** 2 + b.se ** 2) ** 0.5
+    assert 0.07 < se_diff < 0.09
+    assert best_evaluation([_ev_n(0, 10, 64), a, b]).step == 2
+    assert best_evaluation([_ev_n(0, 10, 64), a, b], fixed=0.0).step == 4  # the noise-blind rule
+    assert evaluations_without_improvement([a, b]) == 1
+    c = _ev_n(6, 34, 64)
+    assert best_evaluation([a, b, c]).step == 6 and evaluations_without_improvement([a, b, c]) == 0
+    assert _ev_n(2, 0, 2).se > 0.15  # 0/2 is not an exact 0
 
 
 def test_iteration_two_needs_iteration_one(tmp_path: Path) -> None:

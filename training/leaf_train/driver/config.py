@@ -29,7 +29,14 @@ class ValidationConfig(_Strict):
     attempts: int = Field(1, ge=1, description="Attempts per held-out task per evaluation.")
     every: int = Field(2, ge=1, description="M: RL steps between evaluations (also the checkpoint interval).")
     patience: int = Field(2, ge=1, description="P: stop after this many evaluations without improvement.")
-    min_delta: float = Field(0.0, ge=0.0, description="An evaluation improves when it beats the best by more than this.")
+    min_delta: float | None = Field(None, ge=0.0, description=(
+        "An evaluation improves when it beats the best by more than this; null = from the noise: z times the "
+        "standard error of the difference of the two solve rates (leaf_train.driver.select.min_delta)."))
+    z: float = Field(1.0, gt=0.0, description="Standard errors an improvement must clear when min_delta is null.")
+    benchmark: list[str] = Field(default_factory=list, description=(
+        "Snapshot sources of the fixed validation benchmark (TaskPilot specs, other snapshots than the training "
+        "ones). Built once with the iteration-1 policy into OUT/validation-benchmark.jsonl and reused unchanged by "
+        "every iteration; empty = hold out `tasks` of each iteration's own tasks (changes meaning per iteration)."))
     max_steps: int = Field(20, ge=1, description="Most RL steps in one iteration, saturated or not.")
     max_turns: int | None = Field(None, description="Turns per evaluation episode (default: the RL rollout's).")
     max_tokens: int | None = Field(None, description="Tokens per evaluation turn (default: the RL rollout's).")

@@ -238,7 +238,14 @@ def _dedupe_key(cand: Candidate, val: Validation) -> tuple:
 
 
 def _restore_dedupe(ctx: Run) -> None:
-    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept)."""
+    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept), seeded
+    with the tasks of `exclude_tasks` (an earlier iteration's pool) so that none is generated again."""
+    if ctx.cfg.exclude_tasks is not None and ctx.cfg.exclude_tasks.is_file():
+        from leaf_cli.tasks import load_tasks
+
+        for task in load_tasks(ctx.cfg.exclude_tasks).tasks:
+            files = tuple(sorted({p for paths, _ in split_files(task.patch) for p in paths}))
+            ctx.dedupe.setdefault((files, tuple(sorted(task.FAIL_TO_PASS))), f"pool:{task.instance_id}")
     for decision in ctx.store.decisions.values():
         root = ctx.store.candidates.get(decision.root)
         val = ctx.store.validations.get(root.code_key()) if root else None
