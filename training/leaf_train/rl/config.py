@@ -134,6 +134,9 @@ class EnvConfig(_Strict):
     task_kind: Literal["write", "copy"] = Field(
         "write", description="write: put a given word in answer.txt; copy: read a file, write its content.")
     hint: bool = Field(True, description="Show the exact tool call to make in the task text.")
+    name_tool: bool = Field(False, description=(
+        "Name the tool to use in the task text (\"Use the Write tool.\"), without showing the call: the model "
+        "must produce the call from the tool's schema in the system prompt."))
     demo: bool = Field(False, description="Start each episode after one solved example exchange (prompt only).")
     sandbox: str | None = Field("subprocess", description="Grading sandbox: subprocess, bwrap, docker; null = best.")
     test_timeout: float = Field(60.0, description="Seconds for the grading pytest run.")

@@ -206,7 +206,7 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if round_ == ctx.cfg.rounds:
             return _decide(ctx, root, cand, False, f"out_of_band_{cal.verdict}", None, first, cal.p_hat)
         try:
-            cand = refine(cand, val, snap.package, cal.verdict, refine_engine)
+            cand = refine(cand, val, snap.package, cal.verdict, refine_engine, cal, ctx.cfg.band)
         except CannotRefine:
             return _decide(ctx, root, cand, False, f"cannot_refine_{cal.verdict}", None, first, cal.p_hat)
     raise AssertionError("unreachable: the loop returns on its last round")
