@@ -56,7 +56,8 @@ class Trainer:
             "episode_tokens_mean": sum(s.length for s in samples) / len(samples),
             "staleness_mean": sum(staleness) / len(staleness), "staleness_max": max(staleness),
         }
-        if any(a != 0.0 for a in adv) or self._world() > 1:  # every rank joins the collectives
+        frozen = self.cfg.optim.lr == 0.0 and self._world() == 1  # an lr-0 step cannot move the weights
+        if not frozen and (any(a != 0.0 for a in adv) or self._world() > 1):  # every rank joins the collectives
             metrics.update(self._update(samples, adv))
         self.version += 1
         metrics["train_seconds"] = time.monotonic() - began
