@@ -1,6 +1,6 @@
 """The learning-vs-control verdict: Fisher's exact test on the late episodes of both arms. Its false-pass
 rate (training had no effect, both arms draw the same success probability) is simulated here and must stay
-below 1%, for the run's shape (3 seeds, the last 3 steps of 12 episodes) and a range of base rates."""
+below 1%, for the run's shape (3 seeds, the last 2 steps of 6 episodes) and a range of base rates."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytest.importorskip("scipy")
 
 from leaf_train.rl.control import verdict  # noqa: E402
 
-SEEDS, STEPS, EPISODES, WINDOW = (0, 1, 2), 6, 12, 3
+SEEDS, STEPS, EPISODES, WINDOW = (0, 1, 2), 5, 6, 2  # the shape of rl-learning.yaml's run
 
 
 def _curves(p_train: float, p_control: float, rng: random.Random) -> dict[str, dict[int, list[float]]]:
@@ -31,7 +31,8 @@ def test_false_pass_rate_is_below_one_percent(p: float) -> None:
 
 def test_a_real_improvement_passes() -> None:
     rng = random.Random(1)
-    assert sum(verdict(_curves(0.7, 0.2, rng), EPISODES, WINDOW).passed for _ in range(100)) >= 95
+    # power for this shape: 93 of 100 simulated runs at 0.7 vs 0.2
+    assert sum(verdict(_curves(0.7, 0.2, rng), EPISODES, WINDOW).passed for _ in range(100)) >= 85
 
 
 def test_the_verdict_counts_the_late_window() -> None:
