@@ -8,12 +8,21 @@ set -euo pipefail
 GPUS="${GPUS:-4,5,6,7}"
 DP=$(awk -F, '{print NF}' <<<"$GPUS")
 export CUDA_VISIBLE_DEVICES="$GPUS"
+# Across rollout nodes (ray-iteration.sh sets these): one data-parallel group of DP_TOTAL replicas, this node's
+# DP of them starting at rank DP_START_RANK; the node at DP_ADDRESS serves the API, the others run headless.
+MULTI=()
+if [[ -n "${DP_TOTAL:-}" ]]; then
+  MULTI=(--data-parallel-size-local "$DP" --data-parallel-address "${DP_ADDRESS:?}" --data-parallel-rpc-port
+         "${DP_RPC_PORT:-13345}" --data-parallel-start-rank "${DP_START_RANK:-0}")
+  [[ "${DP_START_RANK:-0}" != 0 ]] && MULTI+=(--headless)
+  DP="$DP_TOTAL"
+fi
 # A 4B model fits one GPU (8 GB of bf16 weights), so every rollout GPU holds a full replica (data parallel,
 # no tensor parallelism); the rest of each GPU's memory is KV cache for concurrent episodes.
 exec vllm serve "$MODEL" \
   --served-model-name policy \
   --host 0.0.0.0 --port "${PORT:-8000}" \
-  --data-parallel-size "$DP" \
+  --data-parallel-size "$DP" "${MULTI[@]}" \
   --dtype bfloat16 \
   --max-model-len "${MAX_MODEL_LEN:-65536}" \
   --gpu-memory-utilization "${GPU_MEM:-0.90}" \

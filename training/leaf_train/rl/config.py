@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from leaf_cli.errors import LeafError
+from leaf_cli.executor.config import ExecutorConfig
 from leaf_train.configfile import read_yaml
 from leaf_train.driver.config import IterationConfig
 
@@ -165,6 +166,8 @@ class RLConfig(_Strict):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Sampling.")
     env: EnvConfig = Field(default_factory=EnvConfig, description="The environment.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Metrics sinks.")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description=(
+        "Where rollout workers run: local threads over one in-process engine, or Ray actors (kind: ray)."))
     iteration: IterationConfig | None = Field(None, description=(
         "Not used by the RL run: the settings `leaf train --iteration N --config FILE` reads from the same file "
         "(TaskPilot, validation, consolidation, export, RL overrides; leaf_train.driver.config). Validated here "

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from leaf_cli.executor.config import ExecutorConfig
+
 GeneratorName = Literal["procedural", "llm", "combine"]
 
 
@@ -59,6 +61,9 @@ class SynthConfig(BaseModel):
         "A task file (earlier iterations' pool): new candidates that duplicate one of its tasks (same files "
         "touched, same F2P) are dropped as `duplicate`."))
     cache_dir: Path | None = Field(None, description="Where sdists and snapshot repositories are cached (default: OUT/cache).")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description=(
+        "Where snapshot suite runs, validations and calibration rollouts run: local threads, or Ray tasks "
+        "(kind: ray; the run folder must then be on storage every node sees)."))
 
     @field_validator("band", mode="before")
     @classmethod
