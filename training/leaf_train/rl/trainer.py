@@ -18,15 +18,41 @@ from leaf_train.rl.config import RLConfig
 from leaf_train.rl.samples import Batch, TokenSample, collate
 
 
+# Above this many logits (batch × tokens × vocabulary) the log-probabilities are computed in slices of the
+# sequence: Qwen3.5's 248,320-entry vocabulary makes full logits 1 MB per token in float32 (README: Memory).
+FULL_LOGITS_LIMIT = 2 ** 27
+
+
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
-    """log π(ids[t] | ids[<t]) for every position t ≥ 1 (position 0 is 0), as float32 `[batch, tokens]`."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1].float()
+                   temperature: float = 1.0, chunk: int = 512, limit: int = FULL_LOGITS_LIMIT) -> torch.Tensor:
+    """log π(ids[t] | ids[<t]) for every position t ≥ 1 (position 0 is 0), as float32 `[batch, tokens]`.
+
+    When the logits would exceed `limit` entries, the decoder runs once and the output head plus log-softmax
+    run on `chunk` positions at a time under activation checkpointing, so at most one slice of logits is
+    alive in forward and in backward; same numbers, memory linear in the sequence instead of × vocabulary."""
+    width = model.get_output_embeddings().weight.shape[0]
+    config = getattr(model, "config", None)
+    plain_head = getattr(config, "final_logit_softcapping", None) is None and getattr(config, "logit_scale", None) is None
+    if input_ids.numel() * width <= limit or not plain_head:
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+        return torch.nn.functional.pad(_picked(logits, input_ids[:, 1:], temperature), (1, 0))
+    from torch.utils.checkpoint import checkpoint
+
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    head = model.get_output_embeddings()
+    parts = []
+    for start in range(0, input_ids.shape[1] - 1, chunk):
+        stop = min(start + chunk, input_ids.shape[1] - 1)
+        parts.append(checkpoint(lambda h, t: _picked(head(h), t, temperature), hidden[:, start:stop],
+                                input_ids[:, start + 1:stop + 1], use_reentrant=False))
+    return torch.nn.functional.pad(torch.cat(parts, dim=1), (1, 0))
+
+
+def _picked(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = logits.float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
-    targets = input_ids[:, 1:]
-    picked = logits.gather(-1, targets[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
-    return torch.nn.functional.pad(picked, (1, 0))
+    return logits.gather(-1, targets[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
 
 
 class Trainer:
