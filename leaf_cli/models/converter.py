@@ -32,6 +32,20 @@ HF_ARCHITECTURES = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM")
 """The HF architectures leaf converts and runs (FrogNano and its base); the converter knows many more."""
 
 
+CONVERT_EXTRA = ("pip install 'leaf-agent[convert]' (on a CPU-only machine `pip install torch==2.13.0` first, "
+                 "or it downloads a CUDA build of several GB)")
+_NEEDED = ("llama_cpp", "torch", "transformers", "safetensors", "numpy", "yaml")
+
+
+def check_requirements() -> None:
+    """Converting needs torch and transformers (the converter imports them): say so before any download."""
+    import importlib.util
+
+    missing = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LeafError(f"making a GGUF from safetensors needs {', '.join(missing)}: {CONVERT_EXTRA}")
+
+
 def llama_cpp_version() -> str:
     try:
         return importlib.metadata.version(PACKAGE)
@@ -105,13 +119,16 @@ def _unpack(sdist: Path, into: Path) -> None:
         archive.extractall(into, members=members, filter="data")
 
 
-def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
-    """Convert the HF checkpoint folder `snapshot` to the GGUF `out` (written whole or not at all)."""
+def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", extra_args: tuple[str, ...] = (),
+            timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
+    """Convert the HF checkpoint folder `snapshot` to the GGUF `out` (written whole or not at all).
+
+    `extra_args` go to the converter (export passes `--no-mtp` for a checkpoint without MTP tensors)."""
     script = converter_dir() / "convert_hf_to_gguf.py"
     partial = out.with_name(out.name + ".partial")
     log = out.with_name(out.name + ".convert.log")
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(script), str(snapshot), "--outfile", str(partial), "--outtype", outtype]
+    command = [sys.executable, str(script), str(snapshot), "--outfile", str(partial), "--outtype", outtype, *extra_args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     with log.open("w") as sink:
         child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -56,6 +56,7 @@ def pull_converted(manifest: Manifest, *, quant: str | None = None, keep: bool =
     """Make `manifest`'s GGUF from its hub safetensors; return the registered file. Errors: one LeafError line."""
     say = on_stage or (lambda stage, line: None)
     quant = check_quant(quant or manifest.source.quant)
+    converter.check_requirements()
     work = work_dir(manifest.name)
     state = _resolve(manifest, work, say)
     snapshot = state.snapshot
