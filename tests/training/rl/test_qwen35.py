@@ -101,3 +101,19 @@ def test_one_dppo_step_on_qwen35(tiny_qwen35_hf: Path, tmp_path: Path) -> None:
                       ).step(samples)
     assert metrics["ratio_mean"] == pytest.approx(1.0, abs=1e-3) and metrics["grad_norm"] > 0
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_qwen35_checkpoint_resumes(tiny_qwen35_hf: Path, tmp_path: Path) -> None:
+    """save_pretrained writes Qwen3_5ForCausalLM under the published names (model.language_model.*); resume
+    must still restore every weight."""
+    from leaf_train.rl.checkpoint import load_checkpoint, save_checkpoint
+
+    model, _ = load_policy(ModelConfig(path=str(tiny_qwen35_hf), dtype="float32"), tiny_qwen35_hf)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with torch.no_grad():
+        model.model.norm.weight.add_(0.5)  # a state the base checkpoint does not have
+    path = save_checkpoint(tmp_path, 1, model, opt, {"version": 1})
+    fresh, _ = load_policy(ModelConfig(path=str(tiny_qwen35_hf), dtype="float32"), tiny_qwen35_hf)
+    load_checkpoint(path, fresh, torch.optim.AdamW(fresh.parameters(), lr=1e-3))
+    for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), k
