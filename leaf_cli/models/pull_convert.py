@@ -74,6 +74,9 @@ def pull_converted(manifest: Manifest, *, quant: str | None = None, keep: bool =
         _download(state, folder, work, on_progress)
     if not bf16.is_file():
         _check_architecture(folder / "config.json", snapshot.repo)
+        if not converter.is_fetched():
+            say("convert", f"fetching llama.cpp's converter once with pip (the llama-cpp-python "
+                           f"{converter.llama_cpp_version()} sdist, ~80 MB) into {converter.cache_root()}")
         say("convert", f"converting to BF16 with llama.cpp's convert_hf_to_gguf.py "
                        f"(llama-cpp-python {converter.llama_cpp_version()})")
         converter.convert(folder, bf16)
