@@ -173,7 +173,10 @@ def _register(manifest: Manifest, state: PullState, made: Path, quant: str, repo
     final_dir = gguf_dir()
     final_dir.mkdir(parents=True, exist_ok=True)
     final = final_dir / made.name
-    shutil.copy2(made, final) if made.name.endswith("-BF16.gguf") else made.replace(final)
+    if made.name.endswith("-BF16.gguf"):  # --quant bf16: the conversion itself, which --keep also keeps
+        shutil.copy2(made, final)
+    else:
+        made.replace(final)
     extra: dict[str, object] = {"repo": state.repo, "commit": state.commit, "quant": quant,
                                 "architecture": report.architecture, "hybrid": report.hybrid}
     if report.agreement is not None:
