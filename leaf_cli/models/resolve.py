@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,13 @@ def model_path(spec: str | None, *, yes: bool = False,
     if path is None:
         if not yes:
             raise LeafError(f"model {spec} is not on disk; {get_hint(manifest, spec)}")
-        path = pull(manifest, on_progress=on_progress)
+        # A pull started by --yes can take many minutes (a conversion): say each stage as it starts.
+        path = pull(manifest, on_progress=on_progress, on_stage=_stage_to_stderr)
     return path, manifest
+
+
+def _stage_to_stderr(stage: str, line: str) -> None:
+    print(f"leaf: {stage}: {line}", file=sys.stderr, flush=True)
 
 
 LINE_BYTES_PER_S = 50e6 / 8

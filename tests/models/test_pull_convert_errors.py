@@ -117,12 +117,18 @@ def test_an_interrupted_pull_continues_from_its_stage_even_offline(served: dict[
     nothing_registered()
     gets = {name: len(f.gets) for name, f in served.items()}
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # and now the network is gone
-    stages: list[tuple[str, str]] = []
-    path = pull(get_manifest("frognano-4b"), quant="q8_0", keep=True, on_stage=lambda s, l: stages.append((s, l)))
-    assert stages[0] == ("resolve", f"the hub is unreachable; continuing the pull of {REPO_ID}@0123456789ab")
-    assert ("download", f"{REPO_ID}: all 10 files downloaded and verified") in stages
+    result = runner.invoke(app, ["models", "pull", "frognano-4b", "--quant", "q8_0", "--keep"])
+    assert result.exit_code == 0, result.output
+    stages = result.stderr.splitlines()
+    assert stages[0] == f"resolve: the hub is unreachable; continuing the pull of {REPO_ID}@0123456789ab"
+    assert f"download: {REPO_ID}: all 10 files downloaded and verified" in stages
+    assert [line.split(":")[0] for line in stages[1:]] == ["resolve", "download", "convert", "quantize", "verify",
+                                                           "verify", "register", "register"]
     assert {name: len(f.gets) for name, f in served.items()} == gets  # nothing fetched twice
-    assert path.name == "FrogNano-4B-2609-Q8_0.gguf" and locate(get_manifest("frognano-4b")) == path
+    path = locate(get_manifest("frognano-4b"))
+    assert path is not None and path.name == "FrogNano-4B-2609-Q8_0.gguf"
+    assert result.stdout == (f"frognano-4b: {path} (converted from the hub's checksummed safetensors and "
+                             "verified)\n")
     assert read_downloads()["frognano-4b"]["quant"] == "q8_0"
     kept = work_dir("frognano-4b")  # --keep: the download and the BF16 GGUF stay for another quantization
     assert (kept / "snapshot" / SHARD).is_file() and (kept / "FrogNano-4B-2609-BF16.gguf").is_file()
