@@ -26,9 +26,11 @@ SandboxOpt = Annotated[Optional[str], typer.Option(help="subprocess, bwrap or do
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Keep finished attempts in --out and run the rest.")]
 RayOpt = Annotated[Optional[str], typer.Option(
     "--ray", metavar="ADDRESS", help="Run attempts as Ray tasks: local (start a cluster here), auto (join the one "
-                                     "`ray start` runs), ray://HOST:PORT or HOST:PORT. Needs the scale extra.")]
+                                     "`ray start` runs), ray://HOST:PORT or HOST:PORT. Needs the scale extra. The "
+                                     "cluster's CPUs then bound how many run at once, not --workers.")]
 P2PSkipOpt = Annotated[bool, typer.Option("--p2p-skip-ok", help="Count a skipped PASS_TO_PASS test as kept "
-                                          "(SWE-bench v5's rule); by default every P2P test must pass.")]
+                                          "(SWE-bench v5's rule, which SWE-bench imports always follow); by default "
+                                          "every P2P test of leaf's own and Pro tasks must pass.")]
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -41,7 +44,7 @@ def _run_remote(fn: Callable[..., Any], args: tuple, with_outputs: bool) -> tupl
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-class _Holder:
+class LeafWorker:
     """A Ray actor around what `make()` builds; methods are called by name."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
@@ -52,13 +55,46 @@ class _Holder:
 
 
 class RayWorker:
-    def __init__(self, name: str, handle: Any) -> None:
-        self.name, self.handle = name, handle
+    """One pool actor. When its process or node dies, the next call starts a fresh actor from the same
+    `make`, hands it the latest broadcast of each method (an RL worker: the current weights and version),
+    and runs the call again: bounded by `max_infra_retries` per call and counted in `infra_retries`."""
+
+    def __init__(self, name: str, make: Callable[[], Any], options: dict[str, Any], owner: "RayExecutor") -> None:
+        self.name, self._make, self._options, self._owner = name, make, options, owner
+        self._lock = threading.Lock()
+        self._generation = 0
+        self.latest: dict[str, tuple] = {}  # method -> object refs of its last broadcast
+        self.handle = self._start()
 
     def call(self, method: str, *args: Any) -> Any:
         import ray
 
-        return ray.get(self.handle.call.options(name=f"{self.name}.{method}").remote(method, *args))
+        for tries in range(self._owner.cfg.max_infra_retries + 1):
+            generation, handle = self._generation, self.handle
+            try:
+                return ray.get(handle.call.options(name=f"{self.name}.{method}").remote(method, *args))
+            except Exception as exc:  # noqa: BLE001 - only a lost actor is retried
+                if type(exc).__name__ not in LOST or tries == self._owner.cfg.max_infra_retries:
+                    raise
+                self._restart(generation)
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _start(self) -> Any:
+        options = {**self._options, "name": f"{self.name}" + (f"-r{self._generation}" if self._generation else "")}
+        handle = self._owner._actor.options(**options).remote(self._make)
+        if self.latest:  # waited for: a threaded actor does not keep its calls in order
+            import ray
+
+            ray.get([handle.call.options(name=f"{self.name}.{m}").remote(m, *refs) for m, refs in self.latest.items()])
+        return handle
+
+    def _restart(self, seen: int) -> None:
+        with self._lock:
+            if self._generation != seen:  # another thread restarted it already
+                return
+            self._owner.infra_retries += 1
+            self._generation += 1
+            self.handle = self._start()
 
 
 class RayExecutor:
@@ -85,7 +121,7 @@ class RayExecutor:
                 raise LeafError(f"cannot reach the Ray cluster at {cfg.address!r}: {exc}") from None
             self.owns = True
         self._remote = ray.remote(_run_remote)
-        self._actor = ray.remote(_Holder)
+        self._actor = ray.remote(LeafWorker)
 
     def run(self, jobs: Iterable[Job], workers: int = 1) -> Iterator[Done]:
         """Submit every job (the cluster's resources bound how many run at once) and yield them as they end."""
@@ -126,17 +162,20 @@ class RayExecutor:
     def pool(self, make: Callable[[], Any], n: int, name: str, needs: Needs) -> list[RayWorker]:
         """`n` actors, each building its own `make()` on its node. Two calls may run at once in one actor
         (a weight update lands while a rollout samples, as with the local threads)."""
-        workers = []
-        for i in range(n):
-            options = {**self._resources(needs), "name": f"{name}-{i}", "max_concurrency": 2, "max_restarts": 0}
-            workers.append(RayWorker(f"{name}-{i}", self._actor.options(**options).remote(make)))
-        return workers
+        tag = uuid.uuid4().hex[:6]  # a later pool of the same name (the next RL chunk) never meets a dying one
+        options = {**self._resources(needs), "max_concurrency": 2, "max_restarts": 0}
+        return [RayWorker(f"{name}-{tag}-{i}", make, options, self) for i in range(n)]
 
     def broadcast(self, workers: list[RayWorker], method: str, *args: Any) -> None:
+        """Every worker runs `method(*args)`; the arguments are put in the object store once, and kept as the
+        worker's latest of `method` for an actor that has to be started again."""
         import ray
 
-        refs = [ray.put(a) for a in args]  # put once; every actor reads the same object
-        ray.get([w.handle.call.options(name=f"{w.name}.{method}").remote(method, *refs) for w in workers])
+        refs = tuple(ray.put(a) for a in args)
+        for w in workers:
+            w.latest[method] = refs
+        with ThreadPoolExecutor(max_workers=max(1, len(workers)), thread_name_prefix="leaf-broadcast") as pool:
+            list(pool.map(lambda w: w.call(method, *refs), workers))
 
     def release(self, workers: list[RayWorker]) -> None:
         import ray

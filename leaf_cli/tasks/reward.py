@@ -34,7 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.container_args import run_args
+from leaf_cli.tasks.container_args import has_network, run_args
 from leaf_cli.tasks.proc import RunResult, run_process
 from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.task import Task
@@ -101,7 +101,7 @@ def grade_reward(task: Task, sandbox: Sandbox, *, workspace: Path | None = None,
                 sandbox.prepare()
             run = _run_separate(task, spec, container, scratch)
         elif container is not None and spec.kind == "harbor":
-            run = _run_in_container(spec, container, scratch)
+            run = _run_in_container(spec, container, scratch, network_switch(task, container))
         elif sandbox.name == "docker":
             run = _run_docker(task, spec, sandbox, scratch, workspace, patch)
         else:
@@ -150,12 +150,22 @@ def image_name(task: Task) -> str:
     return str(image)
 
 
-def _run_in_container(spec: RewardSpec, container: str, scratch: Path) -> RunResult:
-    """Harbor's shared mode: stale rewards deleted, tests/ copied into the agent's container, the verifier
-    run there, the reward copied out."""
+def network_switch(task: Task, container: str) -> list[list[str]]:
+    """The docker commands that give the agent's container the verifier phase's network, when the task's
+    phases differ (Harbor switches the policy between agent and verifier; docker does it by network)."""
+    agent, verifier = has_network(task, "agent"), has_network(task, "verifier")
+    if agent == verifier:
+        return []
+    old, new = ("none", "bridge") if verifier else ("bridge", "none")
+    return [["docker", "network", "disconnect", old, container], ["docker", "network", "connect", new, container]]
+
+
+def _run_in_container(spec: RewardSpec, container: str, scratch: Path, switch: list[list[str]] = ()) -> RunResult:
+    """Harbor's shared mode: the verifier phase's network, stale rewards deleted, tests/ copied into the
+    agent's container, the verifier run there, the reward copied out."""
     env = dict(os.environ)
     stale = [f"{spec.logs_dir}/reward.txt", f"{spec.logs_dir}/reward.json"]
-    steps = [["docker", "exec", container, "mkdir", "-p", spec.logs_dir, spec.container_tests_dir],
+    steps = [*switch, ["docker", "exec", container, "mkdir", "-p", spec.logs_dir, spec.container_tests_dir],
              ["docker", "exec", container, "rm", "-f", *stale]]  # the agent may have written one itself
     if spec.tests_dir:
         steps.append(["docker", "cp", f"{spec.tests_dir}/.", f"{container}:{spec.container_tests_dir}"])

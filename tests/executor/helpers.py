@@ -21,3 +21,24 @@ def task_facts(word: str, out: Path) -> dict:
 
 def fails(message: str) -> None:
     raise ValueError(message)
+
+
+class Keeper:
+    """A pool worker holding one value (as an RL worker holds its weights)."""
+
+    def __init__(self) -> None:
+        self.value = None
+
+    def set(self, value: object) -> None:
+        self.value = value
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def slow_value(self, seconds: float) -> object:
+        import time
+
+        time.sleep(seconds)
+        return self.value

@@ -103,3 +103,15 @@ def test_a_bad_ray_address_stops_eval_with_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "run", str(tasks), "-m", f"replay:{tmp_path / 'r.jsonl'}", "-o",
                                       str(tmp_path / "out"), "--ray", "bogus"])
     assert result.exit_code == 2 and "--ray 'bogus'" in result.output and not (tmp_path / "out").exists()
+
+
+def test_rl_and_synth_take_ray_from_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from leaf_train.rl.cli import main as rl_main
+    from leaf_train.taskpilot.cli import synth_command
+
+    config = tmp_path / "rl.yaml"
+    config.write_text("steps: 1\nexecutor: {kind: local}\n")
+    assert rl_main(["--config", str(config), "--ray", "bogus"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["leaf: error: --ray 'bogus': give local, auto, ray://HOST:PORT or HOST:PORT"]
+    with pytest.raises(LeafError, match="--ray 'nowhere'"):
+        synth_command(source=[str(tmp_path)], out=tmp_path / "tp", ray="nowhere", progress=False)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from leaf_cli.cli import eval as eval_cli
 from leaf_cli.executor import ExecutorConfig, Job, Needs, close_executors, make_executor
-from tests.executor.helpers import fails, task_facts
+from tests.executor.helpers import Keeper, fails, task_facts
 from tests.tasks.conftest import SECOND_BUG, SECOND_OK, leaf_cache, toolz_sdist, toolz_tasks  # noqa: F401
 from tests.training.rl.conftest import tiny_model_dir  # noqa: F401
 
@@ -76,6 +76,27 @@ def test_names_resources_and_files_come_back(cluster, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="the job's own error"):  # the job's exception is its result, not retried
         executor.call(Job(name="fails", fn=fails, args=("the job's own error",)))
     assert executor.infra_retries == 0
+
+
+def test_a_lost_pool_actor_starts_again_with_the_latest_broadcast(cluster) -> None:
+    """An RL-style worker: its actor is SIGKILLed during a call; the call runs again on a new actor that
+    first got the last broadcast (as a rollout actor gets the current weights and version)."""
+    import os
+    import signal
+    import threading
+
+    executor = make_executor(RAY)
+    [worker] = executor.pool(Keeper, 1, "keeper", Needs(cpus=0.5))
+    executor.broadcast([worker], "set", 5)
+    pid, before = worker.call("pid"), executor.infra_retries
+    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    try:
+        assert worker.call("slow_value", 2.0) == 5
+    finally:
+        killer.cancel()
+    assert worker.call("pid") != pid and executor.infra_retries == before + 1
+    executor.release([worker])
 
 
 def test_eval_run_on_ray_gives_the_local_results(cluster, app, toolz_tasks, tmp_path: Path) -> None:  # noqa: F811
@@ -153,6 +174,7 @@ def _accepted(out: Path) -> list[tuple]:
     return sorted((t["instance_id"], t["problem_statement"], t["FAIL_TO_PASS"], t["PASS_TO_PASS"]) for t in rows)
 
 
+@pytest.mark.slow
 def test_taskpilot_synth_on_ray_validates_the_same_tasks(cluster, tmp_path: Path) -> None:
     """Snapshot suite, validations and calibration rollouts (the SCRIPTED oracle, not a model) as Ray tasks."""
     from leaf_train.taskpilot import pipeline
@@ -171,6 +193,7 @@ def test_taskpilot_synth_on_ray_validates_the_same_tasks(cluster, tmp_path: Path
     assert rollouts and all(json.loads(line)["infra_retries"] == 0 for p in rollouts for line in p.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_rl_run_with_ray_rollout_actors(cluster, tiny_model_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     """A tiny random Llama (built here, no download) trains 3 steps with one Ray rollout actor; the actor's
     tokens carry the versions the driver broadcast, so staleness stays within the bound."""

@@ -139,6 +139,16 @@ def test_stale_rewards_are_deleted_before_the_verifier(tmp_path: Path, monkeypat
     assert removes and verify and removes[0] < verify[0]
     assert calls[removes[0]][-2:] == ["/logs/verifier/reward.txt", "/logs/verifier/reward.json"]
     assert result.reward == 0.0 and not result.resolved
+    assert not any(c[:3] == ["docker", "network", "disconnect"] for c in calls)  # both phases public: no switch
+
+
+def test_the_verifier_phase_gets_its_own_network(tmp_path: Path) -> None:
+    task_folder(tmp_path, "phase-override", TOMLS["phase-override"])
+    task_folder(tmp_path, "defaults", TOMLS["defaults"])
+    tasks = {t.instance_id: t for t in harbor_import(tmp_path).tasks}
+    assert reward_module.network_switch(tasks["phase-override"], "c1") == [
+        ["docker", "network", "disconnect", "none", "c1"], ["docker", "network", "connect", "bridge", "c1"]]
+    assert reward_module.network_switch(tasks["defaults"], "c1") == []
 
 
 class _NoSandbox:

@@ -175,3 +175,17 @@ def test_the_agent_container_hides_the_scripts_and_has_no_network(tmp_path: Path
     argv = seen[-1]
     assert argv[argv.index("--tmpfs") + 1] == "/workspace" and argv[argv.index("--network") + 1] == "none"
     assert f"{tmp_path.resolve()}:/workspace/ffmpegdotjs" in argv
+
+
+def test_summary_reports_both_patcheval_rates() -> None:
+    """PatchEval reports a strict rate and a PoC-only rate over the same attempts; summary.json does too."""
+    from leaf_cli.tasks.results import AttemptResult, summary_of
+
+    def attempt(cve: str, strict: float, poc: float) -> AttemptResult:
+        return AttemptResult(instance_id=cve, attempt=0, repo=cve, model="m", resolved=bool(strict),
+                             patch_applied="by_verifier", grader="reward", reward=strict,
+                             rewards={"strict": strict, "poc": poc})
+
+    summary = summary_of([attempt("CVE-1", 1.0, 1.0), attempt("CVE-2", 0.0, 1.0), attempt("CVE-3", 0.0, 0.0),
+                          attempt("CVE-4", 0.0, 1.0)])
+    assert summary["reward_means"] == {"poc": 0.75, "strict": 0.25} and summary["solve_rate"] == 0.25
