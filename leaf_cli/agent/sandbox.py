@@ -165,7 +165,8 @@ def _protected(top: Path, git_dirs: tuple[Path, ...]) -> list[Path]:
     for git_dir in dirs:
         if not git_dir.is_dir():
             continue
-        (git_dir / "hooks").mkdir(exist_ok=True)
+        if (git_dir / "objects").is_dir():  # the common dir: the one whose hooks git runs
+            (git_dir / "hooks").mkdir(exist_ok=True)
         found += [p for p in (git_dir / "config", git_dir / "config.worktree", git_dir / "hooks") if p.exists()]
     return found
 

@@ -335,3 +335,16 @@ def test_sandbox_keeps_background_jobs_across_calls_and_ends_them_with_the_episo
     last = (git_repo / "tick.txt").read_text()
     time.sleep(0.4)
     assert (git_repo / "tick.txt").read_text() == last, "the episode's background job outlived the run"
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_linked_worktree_run_can_commit_and_undo_restores_it(tmp_path: Path, sandbox: str) -> None:
+    main = messy_repo(tmp_path / "work")
+    sh(main, "git worktree add -q ../linked -b linked feature")
+    linked = tmp_path / "linked"
+    before, main_before = fingerprint(linked), fingerprint(main)
+    agent = "echo x > x.txt && git add x.txt && git -c user.name=a -c user.email=a@b commit -qm agent && echo committed"
+    out = run_fix(linked, tmp_path, sandbox, turn(call("Bash", command=agent)), {"content": "ok"})
+    assert "committed" in observations(out)[0]
+    undo(linked)
+    assert fingerprint(linked) == before and fingerprint(main) == main_before
