@@ -212,8 +212,12 @@ class ChatSession:
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
 
+        from leaf_cli.cli.fix_session import hook_episode_end
+
         traj = None
+        self.sandbox.ensure_started()
         reaper = Reaper.start(watch=self.sandbox.kind == "none")
+        hook_episode_end(self.workspace, reaper, self.sandbox)
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
@@ -224,6 +228,7 @@ class ChatSession:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
             reaper.stop()
+            self.sandbox.end_episode()  # the message's background jobs end with its episode
             view.pause()
             with _sigint_held():
                 settle(self.conversation)

@@ -64,6 +64,11 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("leaf", appauthor=False)) / "llama.cpp-converter"
 
 
+def is_fetched(version: str | None = None) -> bool:
+    """Whether the converter for `version` (default: the installed one) is already unpacked in the cache."""
+    return (cache_root() / (version or llama_cpp_version()) / "llama.cpp" / "convert_hf_to_gguf.py").is_file()
+
+
 def converter_dir(version: str | None = None) -> Path:
     """The unpacked `vendor/llama.cpp` of llama-cpp-python `version` (default: the installed one)."""
     version = version or llama_cpp_version()
@@ -93,15 +98,19 @@ def _fetch_sdist(version: str, root: Path) -> Path:
         return found[0]
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE, "--quiet",
                "--disable-pip-version-check", "-d", str(root), f"{PACKAGE}=={version}"]
+    # pip prepares the sdist's metadata in child processes of its own: a timeout ends the whole group.
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise LeafError(f"fetching the {PACKAGE} {version} sdist (llama.cpp's converter) took over "
-                        f"{FETCH_TIMEOUT_S} s; check the network to PyPI and retry") from None
+        _out, err = child.communicate(timeout=FETCH_TIMEOUT_S)
+    except BaseException:
+        _kill_group(child)
+        raise LeafError(f"fetching the {PACKAGE} {version} sdist (llama.cpp's converter) was stopped after "
+                        f"{FETCH_TIMEOUT_S} s or interrupted; check the network to PyPI and retry") from None
     found = sorted(root.glob(f"llama_cpp_python-{version}.tar.gz"))
-    if done.returncode != 0 or not found:
+    if child.returncode != 0 or not found:
         raise LeafError(f"cannot fetch llama.cpp's converter ({PACKAGE} {version} sdist from PyPI): "
-                        f"{_last_line(done.stderr) or 'pip failed'}; check the network to PyPI")
+                        f"{_last_line(err) or 'pip failed'}; check the network to PyPI")
     return found[0]
 
 
@@ -131,7 +140,8 @@ def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", extra_args: tup
     command = [sys.executable, str(script), str(snapshot), "--outfile", str(partial), "--outtype", outtype, *extra_args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     with log.open("w") as sink:
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
         try:
             code = child.wait(timeout=timeout_s)
         except BaseException:  # a timeout or Ctrl-C: the converter's whole group goes with it
@@ -146,7 +156,7 @@ def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", extra_args: tup
     return out
 
 
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
+def _kill_group(child: subprocess.Popen) -> None:  # type: ignore[type-arg]
     import signal
 
     try:

@@ -33,7 +33,7 @@ from leaf_train.taskpilot.refine import CannotRefine, refine, write_statement
 from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment, export
 from leaf_train.taskpilot.sources import SkippedSource, SourceError, SourceTree, resolve
 from leaf_train.taskpilot.store import Store, read_jsonl
-from leaf_train.taskpilot.tasks_out import final_task
+from leaf_train.taskpilot.tasks_out import final_task, hidden_tests
 from leaf_train.taskpilot.validate import validate
 
 OnEvent = Callable[[str, str], None]
@@ -201,7 +201,7 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if cal is None or cal.rollouts < ctx.cfg.rollouts:
             task = snap.task(ctx.cfg.out, instance_id=cand.id, base_commit=val.base_commit, patch=cand.patch,
                              test_patch=cand.test_patch, problem_statement=cand.problem_statement,
-                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p)
+                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p, hidden_paths=hidden_tests(cand, val))
             cal = calibrate(task, round_, cand.specificity, ctx.policy, ctx.sandbox, ctx.cfg, ctx.cfg.out,
                             ctx.executor)
             ctx.store.append("calibration", cal)
@@ -214,7 +214,7 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if round_ == ctx.cfg.rounds:
             return _decide(ctx, root, cand, False, f"out_of_band_{cal.verdict}", None, first, cal.p_hat)
         try:
-            cand = refine(cand, val, snap.package, cal.verdict, refine_engine)
+            cand = refine(cand, val, snap.package, cal.verdict, refine_engine, cal, ctx.cfg.band)
         except CannotRefine:
             return _decide(ctx, root, cand, False, f"cannot_refine_{cal.verdict}", None, first, cal.p_hat)
     raise AssertionError("unreachable: the loop returns on its last round")
@@ -246,7 +246,14 @@ def _dedupe_key(cand: Candidate, val: Validation) -> tuple:
 
 
 def _restore_dedupe(ctx: Run) -> None:
-    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept)."""
+    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept), seeded
+    with the tasks of `exclude_tasks` (an earlier iteration's pool) so that none is generated again."""
+    if ctx.cfg.exclude_tasks is not None and ctx.cfg.exclude_tasks.is_file():
+        from leaf_cli.tasks import load_tasks
+
+        for task in load_tasks(ctx.cfg.exclude_tasks).tasks:
+            files = tuple(sorted({p for paths, _ in split_files(task.patch) for p in paths}))
+            ctx.dedupe.setdefault((files, tuple(sorted(task.FAIL_TO_PASS))), f"pool:{task.instance_id}")
     for decision in ctx.store.decisions.values():
         root = ctx.store.candidates.get(decision.root)
         val = ctx.store.validations.get(root.code_key()) if root else None
