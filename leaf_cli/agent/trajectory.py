@@ -100,10 +100,10 @@ class TrajectoryWriter:
             return
         with self.path.open("a", encoding="utf-8") as f:
             for line in lines:
-                f.write(_json_line(line) + "\n")
+                f.write(json_line(line) + "\n")
 
 
-def _json_line(record: dict[str, Any]) -> str:
+def json_line(record: dict[str, Any]) -> str:
     """One JSON line, readable UTF-8. Text with lone surrogates (a file name that is not UTF-8, as Python's
     os functions return it) cannot be written as UTF-8, so that line is written with JSON's `\\u` escapes,
     which read back to the same string."""
