@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+
+from leaf_cli.tools.workspace import Target
 
 SNIFF_BYTES = 8192
 BOM = b"\xef\xbb\xbf"
@@ -69,6 +74,42 @@ def decode(data: bytes, shown: str) -> TextFile:
     return TextFile(text=text, encoding=encoding, bom=bom, newline=dominant_newline(text))
 
 
+def open_regular(target: Target) -> tuple[int, int]:
+    """A descriptor open on the file and its size; the OS error, naming the path as given, when it cannot be
+    read. A folder is EISDIR as Python's `open` says it. Pipes, sockets and devices are refused: reading
+    them hangs or never ends (the harness hung there), so this is leaf's error in the harness's form."""
+    try:
+        fd = os.open(target.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return fd, info.st_size
+    os.close(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.given))
+    raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", str(target.given))
+
+
+@contextmanager
+def os_error(target: Target) -> Iterator[None]:
+    """OS errors raised on `target.real` name `target.given`, the path as FrogNano's harness named it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None or str(exc.filename) != str(target.real):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
+
+
+def load_target(target: Target) -> TextFile:
+    """The text file at `target` for Edit: the OS error when it cannot be read, leaf's when it is binary."""
+    fd, _ = open_regular(target)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    return decode(data, target.shown)
+
+
 def load(path: Path, shown: str) -> TextFile:
     """The text file at `path`, or a clear error when it is missing, a folder, or binary."""
     if path.is_dir():
@@ -103,8 +144,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to a temp file beside `path` and rename it over `path`.
 
     A crash or a full disk leaves either the old file or the new one, never half of each. An existing file
-    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600).
+    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600). A symlink
+    is written through, as `open(path, "w")` writes through it: its target changes, the link stays.
     """
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
