@@ -54,7 +54,7 @@ def run_glob(args: CallArgs, workspace: Workspace) -> str:
     full = base.given / pattern  # pathlib's join: an absolute pattern replaces the base, `a//b/` is `a/b`
     literal, rest = _split(str(full))
     if workspace.confined and ".." in rest:
-        raise OutsideWorkspaceError(f"{pattern}: '..' after a wildcard can leave the working directory")
+        raise OutsideWorkspaceError(texts.DOTDOT_AFTER_WILDCARD.format(pattern=pattern))
     try:
         return _listing(*_fast(literal, rest, workspace))
     except _Fallback:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Target
 
 SNIFF_BYTES = 8192
@@ -64,7 +65,7 @@ def dominant_newline(text: str) -> str | None:
 def decode(data: bytes, shown: str) -> TextFile:
     """Decode file bytes: UTF-8 (with or without BOM), else latin-1, which maps every byte and round-trips."""
     if looks_binary(data):
-        raise BinaryFileError(f"{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it")
+        raise BinaryFileError(texts.BINARY_FILE.format(shown=shown))
     bom = data.startswith(BOM)
     body = data[len(BOM):] if bom else data
     try:
@@ -88,7 +89,7 @@ def open_regular(target: Target) -> tuple[int, int]:
     os.close(fd)
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.given))
-    raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", str(target.given))
+    raise OSError(errno.EINVAL, texts.NOT_REGULAR, str(target.given))
 
 
 @contextmanager

@@ -42,3 +42,11 @@ def bash_layout(head: str, stdout: str, stderr: str) -> str:
 
 BASH_FIXED = len(bash_layout("", "", ""))
 """The chars of the Bash layout around its head and the two streams."""
+
+
+# leaf's own texts, each in the harness's `ExceptionType: message` form: where its harness crashed, hung or
+# corrupted a file, and the refusals of a confined workspace (`leaf fix`; the permission layer's word).
+OUTSIDE = "{path} is outside the working directory {root}"
+DOTDOT_AFTER_WILDCARD = "{pattern}: '..' after a wildcard can leave the working directory"
+BINARY_FILE = "{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it"
+NOT_REGULAR = "not a regular file (a pipe, socket or device)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from leaf_cli.tools import texts
 from leaf_cli.tools.jobs import Jobs
 from leaf_cli.tools.listing import Listings
 
@@ -77,7 +78,7 @@ class Workspace:
         try:
             real = self.resolve(str(given))
         except OutsideWorkspaceError:
-            raise OutsideWorkspaceError(f"{value} is outside the working directory {self.root}") from None
+            raise OutsideWorkspaceError(texts.OUTSIDE.format(path=value, root=self.root)) from None
         return Target(given, real, self.display(real))  # `real` is resolved already: no second lookup
 
     def shown(self, given: Path) -> str:
@@ -102,7 +103,7 @@ class Workspace:
             candidate = str(Path(candidate))  # rare spellings: pathlib normalises them, as it always did
         real = self._kernel_path(candidate) or self._plain_inside(candidate) or os.path.realpath(candidate)
         if real != self._root_text and not real.startswith(self._prefix):
-            raise OutsideWorkspaceError(f"{path} is outside the working directory {self.root}")
+            raise OutsideWorkspaceError(texts.OUTSIDE.format(path=path, root=self.root))
         return Path(real)
 
     def _kernel_path(self, path: str) -> str | None:

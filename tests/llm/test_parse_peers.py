@@ -1,11 +1,11 @@
 """Reply parsing against the cases of the servers' own parser tests, as a table of our own.
 
-Sources: vLLM `tests/tool_use/test_qwen3coder_tool_parser.py` (non-streaming extraction and its type
-conversion, `vllm/.../qwen3coder_tool_parser.py` for null/float/object), and the cases the protocol issue
-lists from SGLang's Qwen3-Coder detector and llama.cpp's Qwen3.5 parser tests (reasoning before
-`</think>`, markup inside a parameter value, a function tag without `>`, an unrendered template name). Each
-row: the model's text (after the generation prompt, which opens `<think>` when `thinking`), the calls the
-peers extract, and the content they leave.
+Sources: "vllm": vLLM `tests/tool_use/test_qwen3coder_tool_parser.py` (non-streaming extraction, type
+conversion) and its parser's value rules (null, float, bool, literal); "sglang": SGLang
+`test/srt/.../test_qwen3_coder_detector.py` (non-streaming `detect_and_parse`); "issue": the cases the
+protocol issue lists from the peers (reasoning before `</think>`, markup inside a parameter value, an
+unrendered template name), written from its description. Each row: the model's text (after the
+generation prompt, which opens `<think>` when `thinking`), the calls extracted, and the content left.
 """
 
 from __future__ import annotations
@@ -29,7 +29,20 @@ WRITE = {"type": "function", "function": {"name": "Write", "parameters": {"type"
     "file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}}}
 BASH = {"type": "function", "function": {"name": "Bash", "parameters": {"type": "object", "properties": {
     "command": {"type": "string"}, "timeout": {"type": "number"}}, "required": ["command"]}}}
-TOOLS = [WEATHER, AREA, TYPES, WRITE, BASH]
+SG_WEATHER = {"type": "function", "function": {"name": "sg_weather", "parameters": {"type": "object", "properties": {
+    "location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    "days": {"type": "integer"}}, "required": ["location"]}}}
+SQL = {"type": "function", "function": {"name": "sql_interpreter", "parameters": {"type": "object", "properties": {
+    "query": {"type": "string"}, "dry_run": {"type": "boolean"}}}}}
+TODO = {"type": "function", "function": {"name": "TodoWrite", "parameters": {"type": "object", "properties": {
+    "todos": {"type": "array", "items": {"type": "object"}}}}}}
+TOOLS = [WEATHER, AREA, TYPES, WRITE, BASH, SG_WEATHER, SQL, TODO]
+
+
+def sg(name: str, **params: str) -> str:
+    """SGLang's test layout: values without the template's surrounding newlines."""
+    body = "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
 
 
 def xml(name: str, **params: str) -> str:
@@ -81,22 +94,46 @@ CASES: list[tuple[str, str, str, bool, list[tuple[str, dict[str, Any]]], str]] =
     ("vllm", "unknown_parameter_is_text", xml("test_types", extra="12"), False, [("test_types", {"extra": "12"})], ""),
     ("vllm", "function_tag_without_gt", "<tool_call>\n<function=get_current_weather\n<parameter=city>\nDallas\n"
      "</parameter>\n</function>\n</tool_call>", False, [], ""),
-    ("sglang", "unrendered_template_name", "<tool_call>\n<function={{ tool.name }}>\n<parameter=city>\nX\n"
+    ("issue", "unrendered_template_name", "<tool_call>\n<function={{ tool.name }}>\n<parameter=city>\nX\n"
      "</parameter>\n</function>\n</tool_call>", False, [], ""),
-    ("llama.cpp", "call_inside_reasoning_is_reasoning", "Maybe " + xml("Bash", command="rm -rf build") +
+    ("issue", "call_inside_reasoning_is_reasoning", "Maybe " + xml("Bash", command="rm -rf build") +
      " -- no, read first.</think>\n" + xml("Bash", command="ls"), True, [("Bash", {"command": "ls"})], ""),
-    ("llama.cpp", "unclosed_reasoning_holds_no_call", "Let me run " + xml("Bash", command="ls"), True, [], ""),
-    ("llama.cpp", "reasoning_then_content_then_call", "plan</think>\nRunning it." + xml("Bash", command="ls",
+    ("issue", "unclosed_reasoning_holds_no_call", "Let me run " + xml("Bash", command="ls"), True, [], ""),
+    ("issue", "reasoning_then_content_then_call", "plan</think>\nRunning it." + xml("Bash", command="ls",
                                                                                        timeout="30"), True,
      [("Bash", {"command": "ls", "timeout": 30})], "Running it."),
-    ("llama.cpp", "markup_inside_a_parameter_value", xml("Write", file_path="t.py", content=FILE_WITH_MARKUP), False,
+    ("issue", "markup_inside_a_parameter_value", xml("Write", file_path="t.py", content=FILE_WITH_MARKUP), False,
      [("Write", {"file_path": "t.py", "content": FILE_WITH_MARKUP})], ""),
-    ("sglang", "value_keeps_inner_newlines", xml("Write", file_path="a", content="\nx\n\n"), False,
+    ("issue", "value_keeps_inner_newlines", xml("Write", file_path="a", content="\nx\n\n"), False,
      [("Write", {"file_path": "a", "content": "\nx\n\n"})], ""),
-    ("sglang", "parameter_without_closing_tag", "<tool_call>\n<function=Bash>\n<parameter=command>\nls\n"
+    ("vllm", "parameter_without_closing_tag", "<tool_call>\n<function=Bash>\n<parameter=command>\nls\n"
      "</function>\n</tool_call>", False, [("Bash", {"command": "ls"})], ""),
-    ("sglang", "text_after_calls_is_content", DALLAS + "\nDone.", False,
+    ("issue", "text_after_calls_is_content", DALLAS + "\nDone.", False,
      [("get_current_weather", DALLAS_ARGS)], "Done."),
+    ("sglang", "plain_text_only", "This is plain text without any tool calls.", False, [],
+     "This is plain text without any tool calls."),
+    ("sglang", "single_tool_call", sg("sg_weather", location="Boston", unit="celsius", days="3"), False,
+     [("sg_weather", {"location": "Boston", "unit": "celsius", "days": 3})], ""),
+    ("sglang", "single_tool_call_with_text_prefix", "Let me check the weather for you.\n\n" +
+     sg("sg_weather", location="New York"), False, [("sg_weather", {"location": "New York"})],
+     "Let me check the weather for you."),
+    ("sglang", "multiple_tool_calls", sg("sg_weather", location="New York") + "\n" +
+     sg("sql_interpreter", query="SELECT * FROM users", dry_run="True"), False,
+     [("sg_weather", {"location": "New York"}), ("sql_interpreter", {"query": "SELECT * FROM users", "dry_run": True})],
+     ""),
+    ("sglang", "integer_parameter_conversion", sg("sg_weather", location="Tokyo", days="5"), False,
+     [("sg_weather", {"location": "Tokyo", "days": 5})], ""),
+    ("sglang", "boolean_parameter_conversion", sg("sql_interpreter", query="SELECT 1", dry_run="True"), False,
+     [("sql_interpreter", {"query": "SELECT 1", "dry_run": True})], ""),
+    ("sglang", "complex_array_parameter", sg("TodoWrite", todos='\n[\n  {"content": "Buy groceries", "status": '
+     '"pending"},\n  {"content": "Finish report", "status": "completed"}\n]\n'), False,
+     [("TodoWrite", {"todos": [{"content": "Buy groceries", "status": "pending"},
+                               {"content": "Finish report", "status": "completed"}]})], ""),
+    ("sglang", "empty_parameter_value", sg("sg_weather", location=""), False, [("sg_weather", {"location": ""})], ""),
+    ("sglang", "parameter_with_special_characters", sg("sql_interpreter", query="SELECT * FROM users WHERE name = "
+     "'John \"Doe\"'"), False, [("sql_interpreter", {"query": "SELECT * FROM users WHERE name = 'John \"Doe\"'"})], ""),
+    ("sglang", "incomplete_tool_call_does_not_crash", "<tool_call>\n<function=sg_weather>\n<parameter=location>London",
+     False, [("sg_weather", {"location": "London"})], ""),
     ("leaf", "code_block_with_arguments_is_plain_text",
      'Call it like this:\n```python\nclient.call({"name": "f", "arguments": x})\n```', False, [],
      'Call it like this:\n```python\nclient.call({"name": "f", "arguments": x})\n```'),
@@ -112,10 +149,10 @@ def test_parses_as_the_peers(source: str, case: str, text: str, thinking: bool,
 
 
 def test_plain_text_with_arguments_is_not_a_format_error() -> None:
-    reply = parse_reply(CASES[-1][2], TOOLS)
+    reply = parse_reply(next(c[2] for c in CASES if c[1] == "code_block_with_arguments_is_plain_text"), TOOLS)
     assert reply.parse_error is None and reply.tool_calls == []
 
 
 def test_broken_markup_is_a_format_error() -> None:
-    assert parse_reply(CASES[15][2], TOOLS).parse_error is not None  # the function tag without `>`
+    assert parse_reply(next(c[2] for c in CASES if c[1] == "function_tag_without_gt"), TOOLS).parse_error is not None
     assert parse_reply("<tool_call>\n</tool_call>", TOOLS).parse_error is not None
