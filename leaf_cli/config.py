@@ -1,12 +1,19 @@
 """Settings for `leaf fix` and friends: defaults < ~/.config/leaf/config.toml < .leaf.toml < LEAF_* < flags.
 
 `load_settings` returns the effective settings and, for `leaf config show`, where each value came from.
+
+A repository cannot loosen its own safety: its `.leaf.toml` may set the keys in RESTRICTED (the permission
+mode, the sandbox, the network, secrets let through, where requests and keys go) only once the user has
+trusted that repository (asked once on a terminal, remembered in leaf's state folder, which the sandbox
+hides from the agent). Until then those keys are ignored, with a warning.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -15,6 +22,7 @@ from pydantic_settings import TomlConfigSettingsSource
 from leaf_cli.errors import LeafError
 
 REPO_CONFIG = ".leaf.toml"
+RESTRICTED = ("mode", "pass_env", "sandbox", "network", "base_url", "api_key")
 
 
 class Settings(BaseSettings):
@@ -29,7 +37,10 @@ class Settings(BaseSettings):
     max_turns: int = Field(100, ge=1, description="Most assistant turns per run.")
     max_time: float = Field(3000.0, gt=0, description="Wall-clock limit of a run in seconds.")
     mode: Literal["ask", "auto-edit", "yolo"] | None = Field(None, description="Permission mode; ask on a terminal, yolo without one.")
-    sandbox: Literal["none", "bwrap"] = Field("none", description="Run Bash under bubblewrap (no network, read-only outside the workdir).")
+    sandbox: Literal["auto", "bwrap", "sandbox-exec", "none"] = Field(
+        "auto", description="Where the agent's commands run: auto is bubblewrap on Linux and sandbox-exec on macOS; "
+                            "none runs them unsandboxed (with a warning).")
+    network: bool = Field(False, description="Let the sandboxed commands reach the network.")
     pass_env: list[str] = Field(default_factory=list, description="Secret-looking variables Bash may still see (names).")
     quiet: bool = Field(False, description="Hide the model's reasoning in the live view.")
     constrain_tools: bool = Field(False, description="Grammar-constrain tool calls (in-process engine).")
@@ -47,11 +58,18 @@ def user_config_path() -> Path:
 class _Sources:
     """The sources in priority order (highest first), each a (label, dict of the values it sets)."""
 
-    def __init__(self, flags: dict[str, Any], repo_top: Path | None) -> None:
+    def __init__(self, flags: dict[str, Any], repo_top: Path | None, trust: TrustAsk | None = None) -> None:
         flags = {k: v for k, v in flags.items() if v is not None and v != [] and k in Settings.model_fields}
         self.layers: list[tuple[str, dict[str, Any]]] = [("flag", flags), ("env", _read(EnvSettingsSource(Settings)))]
+        self.ignored: list[str] = []
         if repo_top is not None:
-            self.layers.append((str(repo_top / REPO_CONFIG), _toml(repo_top / REPO_CONFIG)))
+            values = _toml(repo_top / REPO_CONFIG)
+            self.ignored = [k for k in RESTRICTED if k in values]
+            if self.ignored and trusted(repo_top, trust, self.ignored):
+                self.ignored = []
+            for key in self.ignored:
+                values.pop(key)
+            self.layers.append((str(repo_top / REPO_CONFIG), values))
         self.layers.append((str(user_config_path()), _toml(user_config_path())))
 
     def origin(self, name: str) -> str:
@@ -64,9 +82,43 @@ class _Sources:
         return merged
 
 
-def load_settings(flags: dict[str, Any] | None = None, repo_top: Path | None = None) -> tuple[Settings, dict[str, str]]:
-    """The effective settings and the origin of each field ("flag", "env", a file path, or "default")."""
-    sources = _Sources(flags or {}, repo_top)
+TrustAsk = Callable[[Path, list[str]], bool]
+"""Asks the user whether to trust a repository whose .leaf.toml sets these restricted keys."""
+
+
+def trust_file() -> Path:
+    from leaf_cli.repo.runs import state_root
+
+    return state_root() / "trusted_repos.json"
+
+
+def trusted(top: Path, ask: TrustAsk | None, keys: list[str]) -> bool:
+    """Whether the user trusts the repository at `top` (asking once through `ask` when given)."""
+    path = trust_file()
+    try:
+        known = set(json.loads(path.read_text())) if path.is_file() else set()
+    except (OSError, ValueError):
+        known = set()
+    key = str(top.resolve())
+    if key in known:
+        return True
+    if ask is None or not ask(top, keys):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(sorted(known | {key}), indent=1))
+    return True
+
+
+def load_settings(flags: dict[str, Any] | None = None, repo_top: Path | None = None,
+                  trust: TrustAsk | None = None) -> tuple[Settings, dict[str, str]]:
+    """The effective settings and the origin of each field ("flag", "env", a file path, or "default").
+
+    `trust` asks the user about an untrusted repository's restricted keys (None: never ask, ignore them).
+    """
+    sources = _Sources(flags or {}, repo_top, trust)
+    if sources.ignored and repo_top is not None:
+        print(f"leaf: warning: ignoring {', '.join(sources.ignored)} from {repo_top / REPO_CONFIG}: this repository "
+              "is not trusted (leaf asks once on a terminal; or set them in your own config)", file=sys.stderr)
     try:
         settings = Settings.model_validate(sources.merged())
     except ValidationError as exc:

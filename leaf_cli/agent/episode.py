@@ -101,8 +101,10 @@ class _Loop:
         self.schemas = tool_schemas(tools)
         self.format_errors = 0
         self.repeats: tuple[str, int] = ("", 0)
+        self.start = time.monotonic()
 
     def run(self, conv: Conversation, traj: Trajectory, writer: TrajectoryWriter, start: float) -> None:
+        self.start = start
         while True:
             self._check_limits(traj, start)
             index = len(traj.turns)
@@ -128,7 +130,9 @@ class _Loop:
         self.format_errors = 0
         if not turn.tool_calls and self.final_tool is None:
             raise FinalAnswer("the model replied without a tool call")
-        for call in turn.tool_calls:
+        for number, call in enumerate(turn.tool_calls):
+            if number and time.monotonic() - self.start > self.limits.max_seconds:  # --max-time inside a turn too
+                raise LimitExceeded(f"{self.limits.max_seconds:.0f} s", ExitReason.MAX_TIME)
             self._count_repeat(call)
             result = self._run_tool(call)
             conv.append(Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name))

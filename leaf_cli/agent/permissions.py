@@ -1,4 +1,4 @@
-"""Permission modes, the safety gate, the scrubbed environment and the bubblewrap sandbox for Bash.
+"""Permission modes and the safety gate: a courtesy on top of the sandbox (leaf_cli/agent/sandbox.py).
 
 The gate is what `run_episode(gate=...)` calls before each tool call: None allows the call, a string refuses
 it and goes back to the model as `PermissionError: <reason>`. The safety checks apply in every mode; the
@@ -10,11 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
-from typing import Callable, Literal, Mapping
+from typing import Callable, Literal
 
-from leaf_cli.errors import LeafError
 from leaf_cli.llm.messages import ToolCall
 
 Mode = Literal["ask", "auto-edit", "yolo"]
@@ -24,15 +22,17 @@ Confirm = Callable[[ToolCall], Answer]
 """Asks the user about one call: yes, no, or always (yes to every later call of the same tool)."""
 
 EDIT_TOOLS = frozenset({"write", "edit"})
-SECRET_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PASSWD", "_CREDENTIALS")
+PATH_KEYS = ("file_path", "path")
+"""Every argument name the tools read a path from (the harness took `path` as an alias of `file_path`)."""
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "$(", "`", "{", "}", "\n", "|&"})
 _REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "1>", "2>"})
 _WRAPPERS = frozenset({"env", "command", "nohup", "time", "nice", "exec", "builtin", "xargs", "timeout", "stdbuf"})
 _WRITERS = frozenset({"cp", "mv", "tee", "touch", "mkdir", "install", "ln", "rsync", "chmod", "chown", "chgrp",
                       "truncate", "shred", "rmdir", "unlink", "dd", "sed", "patch"})
-_PIPE_TO_SHELL = re.compile(r"\b(curl|wget|fetch)\b[^;&\n]*\|\s*(sudo\s+)?((ba|z|da|k|fi)?sh|python[\d.]*|perl|ruby|node)\b"
+_PIPE_TO_SHELL = re.compile(r"\b(curl|wget|fetch)\b[^;&\n]*\|\s*(sudo\s+)?(\S*/)?((ba|z|da|k|fi)?sh|python[\d.]*|perl|ruby|node)\b"
                             r"|\b(ba|z|da|k)?sh\s+<\(\s*(curl|wget)\b"
                             r"|\b((ba|z|da|k)?sh\s+-c|eval)\s+[\"']?\$\(\s*(curl|wget)\b")
+_DELETE_WITH_SUBSTITUTION = re.compile(r"(^|[\s;&|(])(rm|find)\s[^;&|\n]*(`|\$\()")
 _ALWAYS_REFUSED = {"sudo": "sudo is not allowed", "su": "su is not allowed", "mkfs": "formatting disks is not allowed",
                    "shutdown": "shutting the machine down is not allowed", "reboot": "rebooting is not allowed",
                    "poweroff": "powering off is not allowed", "halt": "halting the machine is not allowed"}
@@ -77,15 +77,25 @@ def make_gate(mode: Mode, root: Path, confirm: Confirm | None = None,
 
 
 def safety_refusal(call: ToolCall, root: Path, home: Path) -> str | None:
-    """Why this call must not run in any mode, or None. Checks Bash commands and Write/Edit targets."""
+    """Why this call must not run in any mode, or None. Checks Bash commands and Write/Edit targets.
+
+    Every argument name a tool accepts for its path (Write's and Edit's `path` alias of `file_path` too) is
+    checked, on the path as resolved (symlinks followed). The sandbox is the boundary; this is a courtesy
+    that explains a refusal to the model before the sandbox would fail the call.
+    """
     name = call.name.lower()
-    if name == "bash":
-        command = call.arguments.get("command")
-        return bash_refusal(command, root, home) if isinstance(command, str) else None
-    if name in EDIT_TOOLS:
-        path = call.arguments.get("file_path")
-        if isinstance(path, str) and _in_git_internals(_resolve(path, root, home), root):
-            return f"writing inside .git ({path}) is not allowed: it could run code on the user's next git command"
+    try:
+        if name == "bash":
+            command = call.arguments.get("command")
+            return bash_refusal(command, root, home) if isinstance(command, str) else None
+        if name in EDIT_TOOLS:
+            for key in PATH_KEYS:
+                path = call.arguments.get(key)
+                if isinstance(path, str) and path and _in_git_internals(_resolve(path, root, home), root):
+                    return (f"writing inside .git ({path}) is not allowed: it could run code on the user's next "
+                            "git command")
+    except ValueError as exc:  # a NUL byte in a path, for one: the call is refused, the run goes on
+        return f"the call's arguments are not usable ({exc})"
     return None
 
 
@@ -93,6 +103,8 @@ def bash_refusal(command: str, root: Path, home: Path) -> str | None:
     """Why this shell command reaches outside the workdir destructively, or None when it does not."""
     if _PIPE_TO_SHELL.search(command):
         return "piping a download into a shell is not allowed; download the file and read it first"
+    if _DELETE_WITH_SUBSTITUTION.search(command):
+        return "rm or find with a command substitution in its paths cannot be checked; spell the paths out"
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>`")
         lexer.whitespace_split = True
@@ -124,6 +136,7 @@ def _simple_commands(tokens: list[str]) -> list[list[str]]:
 
 
 def _check_simple(words: list[str], cwd: Path, root: Path, home: Path) -> tuple[str | None, Path]:
+    original = words
     words = _strip_prefixes(words)
     if not words:
         return None, cwd
@@ -136,8 +149,11 @@ def _check_simple(words: list[str], cwd: Path, root: Path, home: Path) -> tuple[
     if not argv:
         return None, cwd
     program = os.path.basename(argv[0])
-    if program == "cd":
-        target = argv[1] if len(argv) > 1 else str(home)
+    if program in ("cd", "pushd"):
+        operands = [w for w in argv[1:] if not (w.startswith("-") and len(w) > 1)]
+        target = operands[0] if operands else str(home)
+        if "$" in target or "`" in target:
+            return None, Path("/nonexistent-leaf-unknown")  # unknown folder: relative paths after it resolve outside
         return None, _resolve(target, cwd, home)
     if program in _ALWAYS_REFUSED or program.startswith("mkfs."):
         return _ALWAYS_REFUSED.get(program, "formatting disks is not allowed"), cwd
@@ -146,12 +162,16 @@ def _check_simple(words: list[str], cwd: Path, root: Path, home: Path) -> tuple[
     if program == "eval":
         return bash_refusal(" ".join(argv[1:]), root, home), cwd
     if program == "git":
-        return _git_refusal(argv), cwd
+        return _git_refusal(argv, cwd, root, home), cwd
     if program == "rm" or program == "find":
-        return _delete_refusal(program, argv, cwd, root, home), cwd
+        return _delete_refusal(program, argv, cwd, root, home, from_input=_via_xargs(original)), cwd
     if program in _WRITERS:
         return _writer_refusal(program, argv, cwd, root, home), cwd
     return None, cwd
+
+
+def _via_xargs(words: list[str]) -> bool:
+    return any(os.path.basename(w) in ("xargs", "parallel") for w in words[:3])
 
 
 def _strip_prefixes(words: list[str]) -> list[str]:
@@ -170,8 +190,16 @@ def _strip_prefixes(words: list[str]) -> list[str]:
     return words[i:]
 
 
-def _git_refusal(argv: list[str]) -> str | None:
-    sub = next((w for w in argv[1:] if not w.startswith("-") and w not in _git_option_values(argv)), None)
+def _git_refusal(argv: list[str], cwd: Path, root: Path, home: Path) -> str | None:
+    values = _git_option_values(argv)
+    for i, word in enumerate(argv[:-1]):
+        if word in ("-C", "--git-dir", "--work-tree") and not _inside(_resolve(argv[i + 1], cwd, home), root):
+            return f"git {word} {argv[i + 1]} works on another repository; leaf's runs stay in {root}"
+        if word == "-c" and argv[i + 1].lower().startswith("alias."):
+            return "defining git aliases on the command line is not allowed; run the git command itself"
+    if any(w.startswith(("--git-dir=", "--work-tree=")) for w in argv[1:]):
+        return "git --git-dir/--work-tree is not allowed: run git inside the working directory"
+    sub = next((w for w in argv[1:] if not w.startswith("-") and w not in values), None)
     if sub == "push":
         return "git push is not allowed: leaf leaves publishing to the user"
     if sub in ("send-email", "request-pull"):
@@ -184,21 +212,28 @@ def _git_option_values(argv: list[str]) -> set[str]:
     return {argv[i + 1] for i, w in enumerate(argv[:-1]) if w in ("-C", "-c", "--git-dir", "--work-tree", "--namespace")}
 
 
-def _delete_refusal(program: str, argv: list[str], cwd: Path, root: Path, home: Path) -> str | None:
+def _delete_refusal(program: str, argv: list[str], cwd: Path, root: Path, home: Path,
+                    from_input: bool = False) -> str | None:
     if program == "find":
         if not any(w in ("-delete", "-exec", "-execdir", "-ok") for w in argv):
             return None
         targets = []
-        for word in argv[1:]:
+        words = argv[1:]
+        while words and words[0] in ("-H", "-L", "-P", "-O0", "-O1", "-O2", "-O3") or words and words[0].startswith("-D"):
+            words = words[2:] if words[0] == "-D" else words[1:]
+        for word in words:
             if word.startswith("-") or word in ("!", "("):
                 break
             targets.append(word)
         targets = targets or ["."]
     else:
         targets = [w for w in argv[1:] if not w.startswith("-") or w == "-"]
+    if from_input:
+        return f"{program} with paths read from input (xargs) cannot be checked; name the paths inside the working directory"
     for target in targets:
-        if "$" in target.replace("$HOME", "").replace("${HOME}", "").replace("$PWD", "").replace("${PWD}", ""):
-            return f"{program} of {target!r}: the path uses a variable; spell it out inside the working directory"
+        if "$" in target.replace("$HOME", "").replace("${HOME}", "").replace("$PWD", "").replace("${PWD}", "") \
+                or "`" in target:
+            return f"{program} of {target!r}: the path uses a variable or a command; spell it out inside the working directory"
         path = _resolve(_glob_base(target), cwd, home)
         if not _inside(path, root):
             return f"{program} of {target!r} reaches outside the working directory {root}; only delete inside it"
@@ -270,21 +305,3 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _in_git_internals(path: Path, root: Path) -> bool:
     return _inside(path, root / ".git")
-
-
-def scrub_env(environ: Mapping[str, str], pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
-    """The environment Bash gets: leaf's own minus anything that looks like a secret, unless passed by name."""
-    keep = {name.upper() for name in pass_env}
-    return {k: v for k, v in environ.items()
-            if k.upper() in keep or not k.upper().endswith(SECRET_SUFFIXES)}
-
-
-def bwrap_prefix(root: Path) -> list[str]:
-    """Run Bash under bubblewrap: no network, the whole file system read-only except the workdir and /tmp."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        raise LeafError("--sandbox bwrap needs bubblewrap; install it (apt-get install bubblewrap) or use --sandbox none")
-    from leaf_cli.tools.bwrap import bwrap_argv
-
-    root = root.resolve()
-    return bwrap_argv(exe, cwd=root, writable=[root])

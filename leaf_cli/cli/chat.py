@@ -34,6 +34,7 @@ def chat(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes on exit.")] = False,
     mode: opt.Mode = None,
     sandbox: opt.Sandbox = None,
+    network: opt.Network = None,
     pass_env: opt.PassEnv = None,
     quiet: opt.Quiet = None,
     constrain_tools: opt.ConstrainTools = None,
@@ -59,9 +60,11 @@ def chat(
     root = (workdir or Path.cwd()).expanduser().resolve()
     top = ensure_git_work_tree(root)
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
-             "mode": mode, "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
+             "mode": mode, "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
              "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget}
-    settings, _origins = load_settings(flags, top)
+    from leaf_cli.ui.review import ask_trust
+
+    settings, _origins = load_settings(flags, top, ask_trust)
     engine = make_engine_for(settings, yes=yes)
     _sigterm_as_exit()
     session = ChatSession(root, top, settings, engine, yes=yes)
@@ -90,9 +93,10 @@ class ChatSession:
     def __init__(self, root: Path, top: Path, settings: Any, engine: Any, *, yes: bool) -> None:
         from rich.console import Console
 
-        from leaf_cli.agent.permissions import make_gate, scrub_env
+        from leaf_cli.agent.permissions import make_gate
         from leaf_cli.agent.prompt import SYSTEM_PROMPT
-        from leaf_cli.cli.fix_session import confirm_prompt, sandbox_prefix
+        from leaf_cli.agent.secrets import scrub_env
+        from leaf_cli.cli.fix_session import confirm_prompt, open_agent_sandbox
         from leaf_cli.llm.messages import Conversation, Message
         from leaf_cli.tools import Workspace
 
@@ -101,8 +105,9 @@ class ChatSession:
         self.current = _CurrentView()
         self.mode = "yolo" if yes else (settings.mode or "ask")
         self.gate = make_gate(self.mode, root, None if yes else confirm_prompt(self.console, self.current, root))
+        self.sandbox = open_agent_sandbox(settings, top, root)
         self.workspace = Workspace(root=root, env=scrub_env(os.environ, settings.pass_env),
-                                   bash_prefix=sandbox_prefix(settings.sandbox, root))
+                                   bash_prefix=self.sandbox.prefix)
         self.conversation = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT)])
         self.run: Any = None
         self.episodes = 0
@@ -202,7 +207,10 @@ class ChatSession:
         self.current.view = view
         limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
+        from leaf_cli.agent.reaper import Reaper
+
         traj = None
+        reaper = Reaper.start(watch=self.sandbox.kind == "none")
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
@@ -212,6 +220,7 @@ class ChatSession:
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
+            reaper.stop()
             view.pause()
             with _sigint_held():
                 settle(self.conversation)
@@ -237,7 +246,17 @@ class ChatSession:
         from leaf_cli.cli.fix_review import review
         from leaf_cli.repo.lifecycle import changed_since, run_patch
 
+        from leaf_cli.repo.lifecycle import release_run
+
+        self.sandbox.close()
         run = self.run
+        try:
+            self._review_on_leave(run, review, changed_since, run_patch)
+        finally:
+            if run is not None:
+                release_run(run)
+
+    def _review_on_leave(self, run: Any, review: Any, changed_since: Any, run_patch: Any) -> None:
         if run is None or run.status == "undone" or not run_patch(run).strip():
             return
         problems = changed_since(run)

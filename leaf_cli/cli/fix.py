@@ -36,6 +36,7 @@ def fix(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes.")] = False,
     mode: opt.Mode = None,
     sandbox: opt.Sandbox = None,
+    network: opt.Network = None,
     pass_env: opt.PassEnv = None,
     quiet: opt.Quiet = None,
     branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.")] = None,
@@ -53,7 +54,7 @@ def fix(
     _sigterm_as_interrupt()
     root = (workdir or Path.cwd()).expanduser().resolve()
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx, "mode": mode,
-             "sandbox": sandbox, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
+             "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
              "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget}
     plan = session.prepare(root, flags, text=text, issue_file=issue_file, gh=gh, yes=yes, json_out=json_out,
                            continue_=continue_, branch=branch, trajectory=trajectory)
@@ -68,11 +69,12 @@ def fix(
 def replay(
     trajectory: Annotated[Path, typer.Argument(help="A trajectory file (JSON lines) from `leaf fix`.")],
     workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Copy this folder instead of the run's start state.")] = None,
+    sandbox: opt.Sandbox = None,
 ) -> None:
     """Re-run a trajectory's tool calls on a fresh copy and say whether every observation matches."""
     from leaf_cli.cli.fix_replay import replay_trajectory
 
-    mismatches = replay_trajectory(trajectory.expanduser(), workdir)
+    mismatches = replay_trajectory(trajectory.expanduser(), workdir, sandbox=sandbox)
     raise typer.Exit(0 if mismatches == 0 else 1)
 
 

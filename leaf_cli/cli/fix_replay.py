@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from leaf_cli.errors import LeafError
+from leaf_cli.ui.safe_text import markup_safe
 
 
 def replay_script(messages: list[Any]) -> list[dict[str, Any]]:
@@ -19,11 +20,18 @@ def replay_script(messages: list[Any]) -> list[dict[str, Any]]:
             for m in messages if m.role == "assistant"]
 
 
-def replay_trajectory(path: Path, workdir: Path | None, console: Console | None = None) -> int:
-    """Replay `path` and print each mismatch; return how many observations differ."""
+def replay_trajectory(path: Path, workdir: Path | None, console: Console | None = None, sandbox: str | None = None) -> int:
+    """Replay `path` and print each mismatch; return how many observations differ.
+
+    The recorded calls are the agent's: they run under the same gate, sandbox and reaper as `leaf fix`.
+    """
     from leaf_cli.agent import Limits, run_episode
-    from leaf_cli.agent.permissions import scrub_env
+    from leaf_cli.agent.permissions import make_gate
+    from leaf_cli.agent.reaper import Reaper
+    from leaf_cli.agent.secrets import scrub_env
     from leaf_cli.agent.trajectory import load
+    from leaf_cli.cli.fix_session import open_agent_sandbox
+    from leaf_cli.config import load_settings
     from leaf_cli.llm.replay import ReplayEngine
     from leaf_cli.tools import Workspace
 
@@ -38,19 +46,28 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
     first_user = next(i for i, m in enumerate(recorded.messages) if m.role == "user")
     import os
 
+    settings, _origins = load_settings({"sandbox": sandbox})
     with tempfile.TemporaryDirectory(prefix="leaf-replay-") as tmp:
         copy = _fresh_copy(path, recorded.workdir, workdir, Path(tmp) / "work")
         engine = ReplayEngine(script, name=f"replay:{path}")
         system = recorded.messages[0].content if recorded.messages[0].role == "system" else None
         kwargs = {"system_prompt": system} if system is not None else {}
-        again = run_episode(recorded.messages[first_user].content, engine, Workspace(root=copy, env=scrub_env(os.environ)),
-                            limits=Limits(max_turns=len(script) + 1), **kwargs)
+        box = open_agent_sandbox(settings, copy, copy)
+        reaper = Reaper.start(watch=box.kind == "none")
+        try:
+            workspace = Workspace(root=copy, env=scrub_env(os.environ, settings.pass_env), bash_prefix=box.prefix)
+            again = run_episode(recorded.messages[first_user].content, engine, workspace,
+                                limits=Limits(max_turns=len(script) + 1), gate=make_gate("yolo", copy), **kwargs)
+        finally:
+            reaper.stop()
+            box.close()
     old = [m.content for m in recorded.messages if m.role == "tool"]
     new = [m.content for m in again.messages if m.role == "tool"]
     mismatches = sum(1 for a, b in zip(old, new) if a != b) + abs(len(old) - len(new))
     for index, (a, b) in enumerate(zip(old, new), 1):
         if a != b:
-            console.print(f"[red]observation {index} differs[/red]\n[dim]recorded:[/dim] {a[:300]}\n[dim]now:[/dim] {b[:300]}")
+            console.print(f"[red]observation {index} differs[/red]\n[dim]recorded:[/dim] {markup_safe(a[:300])}\n"
+                          f"[dim]now:[/dim] {markup_safe(b[:300])}")
     verdict = "[green]all observations match[/green]" if mismatches == 0 else f"[red]{mismatches} differ[/red]"
     console.print(f"{len(script)} turns, {len(new)} tool calls replayed: {verdict}")
     return mismatches

@@ -8,9 +8,10 @@ from rich.console import Console
 
 from leaf_cli.errors import LeafError
 from leaf_cli.repo import commit as commits
-from leaf_cli.repo.lifecycle import undo_run
+from leaf_cli.repo.lifecycle import after_leaf_commit, undo_run
 from leaf_cli.repo.runs import RunRecord
 from leaf_cli.ui.review import ask_review, ask_text, show_diff
+from leaf_cli.ui.safe_text import markup_safe
 
 
 def review(console: Console, run: RunRecord, patch: str, final_answer: str, task: str) -> str:
@@ -21,7 +22,7 @@ def review(console: Console, run: RunRecord, patch: str, final_answer: str, task
         try:
             return _apply(console, choice, run, patch, final_answer, task)
         except LeafError as exc:
-            console.print(f"[red]{exc}[/red]")  # e.g. a clashing branch name: ask again
+            console.print(f"[red]{markup_safe(str(exc))}[/red]")  # e.g. a clashing branch name: ask again
 
 
 def _apply(console: Console, choice: str, run: RunRecord, patch: str, final_answer: str, task: str) -> str:
@@ -34,11 +35,12 @@ def _apply(console: Console, choice: str, run: RunRecord, patch: str, final_answ
     elif choice == "commit":
         message = ask_text(console, "Commit message", commits.draft_message(final_answer, task))
         commit = commits.commit_on_branch(top, patch, message)
-        console.print(f"Committed {commit[:10]}.")
+        after_leaf_commit(run)  # leaf's own commit is the run's end state: `leaf undo` still takes it back
+        console.print(f"Committed {commit[:10]}. [dim]`leaf undo {run.run_id}` takes it back.[/dim]")
     else:
         name = ask_text(console, "Branch name", f"leaf/{run.run_id}").strip()
         message = ask_text(console, "Commit message", commits.draft_message(final_answer, task))
         commit = commits.commit_to_new_branch(top, patch, message, name)
-        undo_run(run, force=True)
-        console.print(f"Moved to branch {name} ({commit[:10]}); this branch is as it was before the run.")
+        undo_run(run, force=True, keep_refs=(f"refs/heads/{name}",))  # the new branch is the user's now
+        console.print(f"Moved to branch {markup_safe(name)} ({commit[:10]}); this branch is as it was before the run.")
     return choice

@@ -55,7 +55,9 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     top = ensure_git_work_tree(root)
     if branch:
         _check_new_branch(top, branch)
-    settings, _origins = load_settings(flags, top)
+    from leaf_cli.ui.review import ask_trust
+
+    settings, _origins = load_settings(flags, top, ask_trust if _on_terminal(json_out, yes) else None)
     task = _read_task(text, issue_file, gh, top)
     conversation, continued_from = _continuation(top) if continue_ else (None, None)
     if not continue_:
@@ -63,11 +65,15 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
 
         task = with_repo_memory(task, top)
     engine = make_engine_for(settings, yes=yes)
-    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_out and not yes
+    interactive = _on_terminal(json_out, yes)
     title = task.strip().splitlines()[0][:100]
     return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
                 interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
                 conversation=conversation, continued_from=continued_from)
+
+
+def _on_terminal(json_out: bool, yes: bool) -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty() and not json_out and not yes
 
 
 def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
@@ -122,19 +128,42 @@ def _continuation(top: Path) -> tuple[Any, str]:
 
 
 def execute(plan: Plan) -> Result:
-    """Checkpoint, run, record the end state, review on a terminal, print the summary."""
+    """Checkpoint, run, record the end state, review on a terminal, print the summary.
+
+    From the checkpoint on, every way out writes the run's record: an exception ends the run `error`
+    (one line on stderr), Ctrl-C or SIGTERM `interrupted`, and the record is never left "running".
+    """
     from rich.console import Console
 
+    from leaf_cli.repo import lifecycle
+
+    console = Console(stderr=True, highlight=False)
+    run = lifecycle.begin_run(plan.root, title=plan.title, model=plan.engine.name)
+    run.continued_from = plan.continued_from
+    try:
+        return _run_and_review(plan, run, console)
+    except BaseException as exc:
+        if run.status == "running":
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+            lifecycle.end_run_anyhow(run, reason)
+            if not isinstance(exc, (KeyboardInterrupt, LeafError)):
+                raise LeafError(f"run {run.run_id} stopped by an internal error ({type(exc).__name__}: {exc}); "
+                                f"`leaf undo {run.run_id}` restores the start state") from exc
+        raise
+    finally:
+        lifecycle.release_run(run)
+
+
+def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     from leaf_cli.agent import Limits, run_episode
-    from leaf_cli.agent.permissions import make_gate, scrub_env
+    from leaf_cli.agent.permissions import make_gate
+    from leaf_cli.agent.reaper import Reaper
+    from leaf_cli.agent.secrets import Redactor, scrub_env
     from leaf_cli.repo import lifecycle
     from leaf_cli.tools import Workspace
     from leaf_cli.ui.live import LiveView, summary
 
     settings = plan.settings
-    console = Console(stderr=True, highlight=False)
-    run = lifecycle.begin_run(plan.root, title=plan.title, model=plan.engine.name)
-    run.continued_from = plan.continued_from
     if plan.branch:
         _switch_to_new_branch(plan.top, plan.branch)
     trajectory_path = plan.trajectory.expanduser().resolve() if plan.trajectory else run.folder / "trajectory.jsonl"
@@ -143,27 +172,52 @@ def execute(plan: Plan) -> Result:
     view = LiveView(console, quiet=settings.quiet, context_limit=getattr(plan.engine, "context_limit", 0) or 0)
     mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
-    workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env),
-                          bash_prefix=sandbox_prefix(settings.sandbox, plan.root))
-    traj = run_episode(plan.task, plan.engine, workspace, limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
-                       sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
-                       gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
-                       run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
+    sandbox = open_agent_sandbox(settings, plan.top, plan.root)
+    reaper = Reaper.start(watch=sandbox.kind == "none")
+    try:
+        workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
+        traj = run_episode(plan.task, plan.engine, workspace,
+                           limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
+                           sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
+                           gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
+                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
+    finally:
+        reaper.stop()  # the agent's commands and everything they started, whatever session they moved to
+        sandbox.close()
     view.pause()
     exit_reason = traj.exit_reason or "interrupted"
-    patch = lifecycle.finish_run(run, exit_reason)
+    patch = lifecycle.end_run_anyhow(run, exit_reason)
     summary(console, turns=traj.assistant_turns(), usage=traj.usage(), seconds=traj.wall_seconds,
             exit_reason=exit_reason, files_changed=run.files_changed, insertions=run.insertions,
             deletions=run.deletions, run_id=run.run_id)
     if traj.exit_message and exit_reason != "final_answer":
-        console.print(f"[dim]{traj.exit_message}[/dim]")
+        from leaf_cli.ui.safe_text import markup_safe
+
+        console.print(f"[dim]{markup_safe(traj.exit_message)}[/dim]")
     if plan.interactive and patch.strip():
         from leaf_cli.cli.fix_review import review
 
         review(console, run, patch, traj.final_answer(), plan.task)
+    redact = Redactor(os.environ, settings.pass_env)
     return Result(exit_reason=exit_reason, turns=traj.assistant_turns(),
-                  messages=[m.to_openai() for m in traj.messages], patch=patch, usage=traj.usage(),
-                  trajectory=str(trajectory_path), run_id=run.run_id)
+                  messages=redact.obj([m.to_openai() for m in traj.messages]), patch=redact.text(patch),
+                  usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
+
+
+def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
+    """The sandbox for the agent's commands (`--sandbox`, bwrap or Seatbelt by default); warns for none."""
+    from leaf_cli.agent.sandbox import NO_SANDBOX_WARNING, open_sandbox, resolve_kind
+    from leaf_cli.repo.checkpoint import locate
+    from leaf_cli.repo.runs import state_root
+
+    if resolve_kind(settings.sandbox) == "none":
+        from leaf_cli.agent.reaper import make_undumpable
+
+        print(NO_SANDBOX_WARNING.format(state=state_root()), file=sys.stderr)
+        make_undumpable()  # no /proc/<leaf>/environ or fd/1 for the agent's commands (same user, not root)
+    paths = locate(top)
+    git_dirs = tuple(dict.fromkeys((paths.git_dir, paths.common_dir))) if paths else ()
+    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs)
 
 
 def sampling_for_model(settings: Any) -> Any:
@@ -181,15 +235,6 @@ def sampling_for_model(settings: Any) -> Any:
     return sampling.model_copy(update=overrides)
 
 
-def sandbox_prefix(kind: str, root: Path) -> list[str]:
-    """The argv Bash commands run under for `--sandbox` (empty for none)."""
-    if kind == "bwrap":
-        from leaf_cli.agent.permissions import bwrap_prefix
-
-        return bwrap_prefix(root)
-    return []
-
-
 def _check_new_branch(top: Path, branch: str) -> None:
     from leaf_cli.repo.git import git
 
@@ -202,7 +247,12 @@ def _check_new_branch(top: Path, branch: str) -> None:
 def _switch_to_new_branch(top: Path, branch: str) -> None:
     from leaf_cli.repo.git import git
 
-    proc = git(top, "switch", "-q", "-c", branch, check=False)
+    # update-ref and symbolic-ref, not `git switch -c`: the files and index stay as they are, and no
+    # checkout (with its hooks and filters) runs.
+    head = git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False).stdout.decode().strip()
+    if head:
+        git(top, "update-ref", f"refs/heads/{branch}", head, "")
+    proc = git(top, "symbolic-ref", "HEAD", f"refs/heads/{branch}", check=False)
     if proc.returncode != 0:
         raise LeafError(f"--branch {branch}: {proc.stderr.decode(errors='replace').strip().splitlines()[-1]}")
 
@@ -224,4 +274,4 @@ def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
 
 
 __all__ = ["Plan", "Result", "confirm_prompt", "execute", "make_engine_for", "prepare", "sampling_for_model",
-           "sandbox_prefix"]
+           "open_agent_sandbox"]

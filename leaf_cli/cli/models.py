@@ -33,7 +33,7 @@ def _entry(name: str) -> dict[str, Any]:
     manifest = manifest_for(name)
     name = manifest.name
     path = locate(manifest)
-    record = read_downloads().get(name) if manifest.source.kind == "hf" else None
+    record = read_downloads().get(name) if manifest.source.kind in ("hf", "hf-safetensors") else None
     return {
         "name": name, "default": name == default_spec(), "on_disk": path is not None,
         "path": str(path) if path else None, "size_bytes": path.stat().st_size if path else manifest.size_bytes,
@@ -69,8 +69,18 @@ def list_models(as_json: Annotated[bool, typer.Option("--json", help="One JSON a
 
 @models_app.command()
 @user_errors
-def pull(name: Annotated[str, typer.Argument(help="A registry name or hf:OWNER/REPO/FILE.gguf.")]) -> None:
-    """Download a model into the Hugging Face cache (resuming dropped connections) and verify its checksum."""
+def pull(
+    name: Annotated[str, typer.Argument(help="A registry name or hf:OWNER/REPO/FILE.gguf.")],
+    quant: Annotated[Optional[str], typer.Option(
+        help="For models published as safetensors: the quantization to make (q4_k_m, q5_k_m, q6_k, q8_0, f16, ...).")] = None,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Keep the downloaded safetensors and the unquantized GGUF (deleted by default).")] = False,
+) -> None:
+    """Download a model and verify it; a model published as safetensors is converted and quantized here.
+
+    Each stage resumes: run the same command again after an interruption.
+    """
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from leaf_cli.models.pull import pull as pull_model
@@ -78,17 +88,22 @@ def pull(name: Annotated[str, typer.Argument(help="A registry name or hf:OWNER/R
     from leaf_cli.models.store import read_downloads
 
     manifest = manifest_for(name)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     columns = ("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                TimeRemainingColumn())
-    with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task(manifest.name, total=manifest.size_bytes)
+    with Progress(*columns, console=console, transient=True, disable=not sys.stderr.isatty()) as progress:
+        task = progress.add_task(manifest.name, total=manifest.source.download_bytes or manifest.size_bytes)
 
         def on_progress(done: int, total: int | None) -> None:
             progress.update(task, completed=done, total=total)
 
-        path = pull_model(manifest, on_progress=on_progress)
+        def on_stage(stage: str, line: str) -> None:
+            console.print(f"{stage}: {line}", markup=False)
+
+        path = pull_model(manifest, on_progress=on_progress, on_stage=on_stage, quant=quant, keep=keep)
     record = read_downloads().get(manifest.name, {})
     how = {"manifest": "sha256 matches the manifest", "hub": "sha256 matches the hub's",
+           "converted": "converted from the hub's checksummed safetensors and verified",
            "none": "no checksum known: not verified"}.get(record.get("verified_by", ""), "shipped by a package")
     typer.echo(f"{manifest.name}: {path} ({how})")
 

@@ -14,7 +14,8 @@ MaxTurns = Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Mos
 MaxTime = Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit in seconds.")]
 NCtx = Annotated[Optional[int], typer.Option("--n-ctx", min=256, help="Context window (in-process engine).")]
 Mode = Annotated[Optional[str], typer.Option("--mode", help="ask | auto-edit | yolo.")]
-Sandbox = Annotated[Optional[str], typer.Option("--sandbox", help="none | bwrap (no network, read-only outside).")]
+Sandbox = Annotated[Optional[str], typer.Option("--sandbox", help="auto (default: bwrap on Linux, sandbox-exec on macOS) | bwrap | sandbox-exec | none.")]
+Network = Annotated[Optional[bool], typer.Option("--network/--no-network", help="Let the sandboxed commands reach the network.")]
 PassEnv = Annotated[Optional[list[str]], typer.Option("--pass-env", help="Let Bash see this secret variable.")]
 Quiet = Annotated[Optional[bool], typer.Option("--quiet/--no-quiet", "-q", help="Hide the model's reasoning.")]
 ConstrainTools = Annotated[Optional[bool], typer.Option(

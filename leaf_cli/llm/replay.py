@@ -39,6 +39,9 @@ class ReplayEngine:
                 raise LeafError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
             if not isinstance(turn, dict):
                 raise LeafError(f"{path}:{number}: expected a JSON object, got {type(turn).__name__}")
+            problem = _shape_problem(turn)
+            if problem:
+                raise LeafError(f"{path}:{number}: {problem}")
             turns.append(turn)
         return cls(turns, name=f"replay:{path}")
 
@@ -71,6 +74,25 @@ class ReplayEngine:
         calls = [_call(c, f"call_{self.position}_{i}") for i, c in enumerate(line.get("tool_calls") or [])]
         return AssistantTurn(content=content, reasoning=reasoning, tool_calls=calls, raw_text=content,
                              finish_reason=finish, usage=usage)
+
+
+def _shape_problem(turn: dict[str, Any]) -> str | None:
+    """Why a script line cannot be a turn (checked when the script is read, before any run starts)."""
+    calls = turn.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        return f"tool_calls must be a list of calls, got {type(calls).__name__}"
+    for call in calls or []:
+        fn = call.get("function", call) if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            return f"each tool call must be a JSON object, got {type(call).__name__}"
+        if not isinstance(fn.get("name", ""), str):
+            return "a tool call's name must be a string"
+    for key in ("content", "reasoning_content", "finish_reason"):
+        if turn.get(key) is not None and not isinstance(turn[key], str):
+            return f"{key} must be a string"
+    if turn.get("usage") is not None and not isinstance(turn["usage"], dict):
+        return "usage must be a JSON object"
+    return None
 
 
 def _call(raw: dict[str, Any], default_id: str) -> ToolCall:

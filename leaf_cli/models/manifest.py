@@ -1,5 +1,9 @@
 """A model manifest: one TOML file that says where a GGUF comes from and how to run it.
 
+A GGUF either is published (`hf`: a file in a hub repository), ships in a Python package (`package`), lies
+on disk (`path`), or is made on the user's machine from a hub repository's safetensors (`hf-safetensors`:
+downloaded, converted with llama.cpp's own converter, quantized and verified by `leaf models pull`).
+
 Built-in manifests ship in the wheel (`models/*.toml` at the repository root, packaged as
 `leaf_cli/models/manifests/`); models the user adds are manifests of the same shape under the user data dir.
 """
@@ -25,14 +29,19 @@ SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 
 class Source(BaseModel):
-    """Where the GGUF file lives: a hub repository, a file inside an installed Python package, or a path."""
+    """Where the GGUF file comes from: a hub repository (a GGUF file, or safetensors to convert), a file inside
+    an installed Python package, or a path."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["hf", "package", "path"] = Field(description="hf: a hub repo; package: pip package; path: local")
-    repo: str | None = Field(None, description="hf: `owner/name` of the hub repository.")
+    kind: Literal["hf", "hf-safetensors", "package", "path"] = Field(
+        description="hf: a GGUF in a hub repo; hf-safetensors: a hub repo's safetensors, converted on pull; "
+                    "package: pip package; path: local")
+    repo: str | None = Field(None, description="hf, hf-safetensors: `owner/name` of the hub repository.")
     filename: str | None = Field(None, description="hf: the file inside the repository.")
-    revision: str = Field("main", description="hf: branch, tag or commit.")
+    revision: str = Field("main", description="hf, hf-safetensors: branch, tag or commit.")
+    quant: str = Field("q4_k_m", description="hf-safetensors: the llama.cpp quantization `pull` makes.")
+    download_bytes: int | None = Field(None, gt=0, description="hf-safetensors: size of the files downloaded.")
     package: str | None = Field(None, description="package: the importable package that ships the file.")
     resource: str | None = Field(None, description="package: the file name inside the package folder.")
     path: str | None = Field(None, description="path: an absolute path to the GGUF file.")
@@ -40,7 +49,8 @@ class Source(BaseModel):
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> "Source":
-        needed = {"hf": ("repo", "filename"), "package": ("package", "resource"), "path": ("path",)}[self.kind]
+        needed = {"hf": ("repo", "filename"), "hf-safetensors": ("repo",), "package": ("package", "resource"),
+                  "path": ("path",)}[self.kind]
         missing = [f for f in needed if not getattr(self, f)]
         if missing:
             raise ValueError(f"a source of kind {self.kind!r} needs {', '.join(missing)}")
@@ -50,6 +60,8 @@ class Source(BaseModel):
         """One short human-readable line."""
         if self.kind == "hf":
             return f"hf:{self.repo}/{self.filename}@{self.revision}"
+        if self.kind == "hf-safetensors":
+            return f"hf:{self.repo}@{self.revision} (safetensors, converted to {self.quant.upper()} on pull)"
         if self.kind == "package":
             return f"package {self.package}: {self.resource}"
         return str(self.path)
@@ -82,9 +94,10 @@ class Manifest(BaseModel):
     family: str = Field("", description="Model family, e.g. qwen3.5.")
     chat_format: str = Field(description="leaf's chat format name: qwen3.5, chatml, ...")
     hybrid: bool = Field(False, description="Recurrent/hybrid architecture: no KV rollback in llama.cpp.")
+    architecture: str | None = Field(None, description="GGUF architecture the file must report (e.g. qwen35).")
     context_length: int = Field(gt=0, description="Context the model was trained or evaluated with.")
     n_ctx: int = Field(gt=0, description="Context window leaf opens by default.")
-    size_bytes: int | None = Field(None, gt=0, description="Size of the GGUF file.")
+    size_bytes: int | None = Field(None, gt=0, description="Size of the GGUF file (for hf-safetensors: once made).")
     licence: str = ""
     card: str | None = Field(None, description="Model card file name next to the manifest.")
     unverified: list[str] = Field(default_factory=list)

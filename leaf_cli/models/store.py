@@ -37,10 +37,12 @@ def read_downloads() -> dict[str, dict[str, Any]]:
         raise LeafError(f"broken download record {path}: {exc}; delete it and pull again") from None
 
 
-def record_download(name: str, path: Path, sha256: str, verified_by: str) -> None:
-    """Remember a verified download. `verified_by`: "manifest", "hub" (the hub's LFS sha256) or "none"."""
+def record_download(name: str, path: Path, sha256: str, verified_by: str, **extra: Any) -> None:
+    """Remember a verified download. `verified_by`: "manifest", "hub" (the hub's LFS sha256), "none", or
+    "converted" (made from hub-verified safetensors and checked by loading it); `extra` is kept alongside."""
     records = read_downloads()
     records[name] = {
+        **extra,
         "path": str(path),
         "sha256": sha256,
         "size_bytes": path.stat().st_size,

@@ -1,9 +1,14 @@
 """Record a repository's complete state before a run, in the store the agent cannot reach.
 
 What is recorded: HEAD and its branch, every ref, the raw index file (stat data, intent-to-add and all),
-the index as a tree, and the working tree as a tree (tracked files plus untracked, not ignored files, with
-their modes), plus the few metadata files needed to rebuild `.git` if the agent deletes it. Trees are
-written with git plumbing through a scratch index and `GIT_OBJECT_DIRECTORY` pointing into the store.
+the index as a tree, the working tree as a tree of exact bytes (tracked files plus untracked, not ignored
+files, with their modes), the git dir's config, hooks, `info/` and operation state (gitmeta), and what a
+tree cannot hold: permission bits, empty folders, ignored paths (worktree). Trees are written with git
+plumbing whose git dir is the store itself (tree_env), so the repository's config and attributes play no
+part: no filter, fsmonitor or hook of the agent's runs, and CRLF bytes stay CRLF.
+
+What cannot be recorded makes `record` refuse with one line (RecordError): a nested repository or
+submodule (its own history is not in this one), an unreadable file.
 """
 
 from __future__ import annotations
@@ -15,11 +20,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from leaf_cli.errors import LeafError
+from leaf_cli.repo import gitmeta, worktree
 from leaf_cli.repo.git import GitError, git, out
-from leaf_cli.repo.store import ensure_store, link_objects
+from leaf_cli.repo.store import copy_objects, ensure_store, stat_cache
 
-# Small files under the git dir that `leaf undo` puts back when `.git` is gone (paths relative to it).
-META_FILES = ("HEAD", "config", "packed-refs", "logs/refs/stash", "info/exclude", "shallow", "description")
+_GITLINK = "160000"
+EXCLUDES = "excludes"
+_COPY_TRIES = 3
+
+
+class RecordError(LeafError):
+    """The repository holds something a checkpoint cannot record, so the run must not start."""
 
 
 class RepoState(BaseModel):
@@ -65,69 +77,128 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
     if paths is None:
         raise GitError(f"{top} has no usable git repository to record")
     fmt = object_format(top)
-    objects = ensure_store(store, fmt)
-    link_objects(paths.objects, objects)
+    ensure_store(store, fmt)
+    _copy_excludes(paths, store)
     meta_dir.mkdir(parents=True, exist_ok=True)
-    _save_meta(paths, meta_dir)
     head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None
     branch = out(top, "symbolic-ref", "-q", "HEAD", check=False) or None
     refs = _refs(top)
-    with tempfile.TemporaryDirectory(prefix="leaf-index-") as tmp:
-        scratch = Path(tmp) / "index"
-        if (meta_dir / "index").is_file():
-            shutil.copy2(meta_dir / "index", scratch)  # copy2 keeps the mtime, so git's racy-clean rules still hold
-        env = tree_env(paths.git_dir, top, objects, scratch)
-        index_tree = _write_tree(top, env)
-        worktree_tree = add_all_and_write_tree(top, env)
+    if paths.index.is_file():
+        shutil.copy2(paths.index, meta_dir / "index")
+    gitmeta.save(paths, meta_dir / "git")
+    _copy_until_whole(paths, store, refs, meta_dir / "index")
+    index_tree = _index_tree(top, store, meta_dir / "index")
+    excludes = meta_dir / EXCLUDES
+    excludes.write_bytes(worktree.user_excludes(top))
+    base = index_tree or (f"{head}^{{tree}}" if head else None)
+    worktree_tree = snapshot(top, store, base, excludes, strict=True)
+    env = tree_env(store, top, stat_cache(store, top))
+    _refuse_gitlinks(top, env, worktree_tree)
+    extras = worktree.capture(top, env, worktree_tree)
+    worktree.save(extras, meta_dir)
+    worktree.append_ignored(excludes, extras)  # later snapshots of this run leave them out: not the run's files
     return RepoState(head=head, branch=branch, refs=refs, index_tree=index_tree, worktree_tree=worktree_tree,
                      object_format=fmt, meta_dir=str(meta_dir))
 
 
-def current_tree(top: Path, store: Path, fallback_tree: str) -> str:
+def current_tree(top: Path, store: Path, state: RepoState) -> str:
     """The working tree as it is now, as a tree in the store; works even after the agent removed `.git`.
 
-    The live index serves as the stat cache (unchanged files are not hashed again). Without a repository
-    the store itself is the git dir and `fallback_tree` seeds the scratch index.
+    Paths ignored when `state` was recorded stay out (they are the user's, whatever `.gitignore` says now).
     """
-    paths = locate(top)
-    objects = store / "objects"
-    if paths is not None:
-        link_objects(paths.objects, objects)  # the agent's own objects too, so every tree we write is whole here
-    with tempfile.TemporaryDirectory(prefix="leaf-index-") as tmp:
-        scratch = Path(tmp) / "index"
-        if paths is not None and paths.index.is_file():
-            shutil.copy2(paths.index, scratch)
-        env = tree_env(paths.git_dir if paths else store, top, objects, scratch)
-        if paths is None or not scratch.is_file():
-            git(top, "read-tree", fallback_tree, env=env)
-        return add_all_and_write_tree(top, env)
+    excludes = Path(state.meta_dir) / EXCLUDES if state.meta_dir else None
+    return snapshot(top, store, state.worktree_tree, excludes if excludes and excludes.is_file() else None)
 
 
-def tree_env(git_dir: Path, top: Path, objects: Path, index: Path) -> dict[str, str]:
-    """Point git at a scratch index and an object folder (the store's, which holds every repository object).
+def snapshot(top: Path, store: Path, base: str | None, excludes: Path | None, *, strict: bool = False) -> str:
+    """Every file of the work tree as a tree: `base`'s paths plus untracked, not ignored ones, as they are now.
 
-    No alternates on purpose: git skips writing an object it can already see, and then a tree would exist
-    only in the repository, where the agent can prune it.
+    The store's own index for this work tree is git's stat cache: `read-tree -m` takes `base`'s paths
+    and keeps the cached stat data of entries whose content matches, so unchanged files are not hashed
+    again. `strict` (the checkpoint) refuses when a file cannot be read instead of leaving it out.
     """
-    return {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(top), "GIT_INDEX_FILE": str(index),
-            "GIT_OBJECT_DIRECTORY": str(objects)}
-
-
-def add_all_and_write_tree(top: Path, env: dict[str, str]) -> str:
-    """Stage every change (new, modified, deleted, mode) into the scratch index and write it as a tree."""
-    git(top, "add", "-A", "--ignore-errors", "--", ":/", env=env, check=False)
+    env = tree_env(store, top, stat_cache(store, top), excludes)
+    if base is not None:
+        git(top, "read-tree", "-m", "-i", base, env=env)
+    else:
+        git(top, "read-tree", "--empty", env=env)
+    proc = git(top, "add", "-A", *([] if strict else ["--ignore-errors"]), "--", ":/", env=env, check=False)
+    if strict and proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise RecordError(f"leaf cannot record this work tree, so the run does not start: "
+                          f"{detail[-1] if detail else 'git add failed'}")
     tree = _write_tree(top, env)
     if tree is None:
         raise GitError("could not write the working tree as a git tree")
     return tree
 
 
+def tree_env(store: Path, top: Path, index: Path, excludes: Path | None = None) -> dict[str, str]:
+    """Git env for content calls: the store is the git dir (its config, its raw attributes, its objects).
+
+    `excludes` is the run's ignore file (the user's global excludes and the paths ignored at its start).
+    No alternates into the repository on purpose: git skips writing an object it can already see, and then
+    a tree would exist only in the repository, where the agent can prune it.
+    """
+    env = {"GIT_DIR": str(store), "GIT_WORK_TREE": str(top), "GIT_INDEX_FILE": str(index)}
+    if excludes is not None:
+        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.excludesFile",
+                    "GIT_CONFIG_VALUE_0": str(excludes)})
+    return env
+
+
 def diff(top: Path, store: Path, old_tree: str, new_tree: str, *, stat: bool = False) -> str:
     """`git diff` between two recorded trees (binary-safe patch, or `--stat` with `stat=True`)."""
-    env = {"GIT_DIR": str(store), "GIT_OBJECT_DIRECTORY": str(store / "objects")}
-    args = ["diff", "--no-color", "--no-ext-diff", "--no-renames"]
+    env = {"GIT_DIR": str(store)}
+    args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames"]
     args += ["--stat=100"] if stat else ["--binary", "--full-index"]
     return git(top, *args, old_tree, new_tree, env=env).stdout.decode(errors="replace")
+
+
+def _copy_excludes(paths: RepoPaths, store: Path) -> None:
+    """The repository's `info/exclude` as the store's, so leaf's snapshots ignore what the user's git ignores."""
+    src = paths.common_dir / "info" / "exclude"
+    data = src.read_bytes() if src.is_file() else b""
+    (store / "info").mkdir(exist_ok=True)
+    (store / "info" / "exclude").write_bytes(data)
+
+
+def _copy_until_whole(paths: RepoPaths, store: Path, refs: dict[str, str], index: Path) -> None:
+    """Copy the repository's objects into the store until every ref and index entry is there.
+
+    A `git gc` running meanwhile can pack loose objects and delete them between our listing and our copy;
+    the next round finds them in the new pack.
+    """
+    wanted = "".join(f"{sha}\n" for sha in set(refs.values())).encode()
+    for _ in range(_COPY_TRIES):
+        copy_objects(paths.objects, store / "objects")
+        missing = b"missing" in git(paths.top, "cat-file", "--batch-check", env={"GIT_DIR": str(store)},
+                                    input=wanted).stdout
+        if not missing and (not index.is_file() or _index_tree(paths.top, store, index) is not None
+                            or _index_has_conflicts(paths.top, store, index)):
+            return
+    raise RecordError("leaf could not copy the repository's objects (is a `git gc` running?); try again")
+
+
+def _index_tree(top: Path, store: Path, index: Path) -> str | None:
+    if not index.is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="leaf-index-") as tmp:
+        scratch = Path(tmp) / "index"
+        shutil.copy2(index, scratch)
+        return _write_tree(top, tree_env(store, top, scratch))
+
+
+def _index_has_conflicts(top: Path, store: Path, index: Path) -> bool:
+    proc = git(top, "ls-files", "-u", env=tree_env(store, top, index), check=False)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def _refuse_gitlinks(top: Path, env: dict[str, str], tree: str) -> None:
+    nested = [rel for mode, rel in worktree.tree_files(top, env, tree) if mode == _GITLINK]
+    if nested:
+        raise RecordError(f"{nested[0]} is a nested git repository or submodule, whose files leaf cannot "
+                          "checkpoint; run leaf inside it, or commit or move it first")
 
 
 def _write_tree(top: Path, env: dict[str, str]) -> str | None:
@@ -138,13 +209,3 @@ def _write_tree(top: Path, env: dict[str, str]) -> str | None:
 def _refs(top: Path) -> dict[str, str]:
     listing = out(top, "for-each-ref", "--format=%(objectname) %(refname)", check=False)
     return {name: sha for sha, name in (line.split(" ", 1) for line in listing.splitlines() if " " in line)}
-
-
-def _save_meta(paths: RepoPaths, meta_dir: Path) -> None:
-    if paths.index.is_file():
-        shutil.copy2(paths.index, meta_dir / "index")
-    for name in META_FILES:
-        src = (paths.git_dir if name == "HEAD" else paths.common_dir) / name
-        if src.is_file():
-            (meta_dir / "git" / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, meta_dir / "git" / name)

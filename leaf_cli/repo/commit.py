@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.repo.git import GitError, git, out
+from leaf_cli.repo.git import GitError, git, out, user_identity
 
 
 def commit_patch(top: Path, patch: str, message: str) -> str:
@@ -32,7 +32,7 @@ def commit_patch(top: Path, patch: str, message: str) -> str:
         tree = out(top, "write-tree", env=env)
     parents = ["-p", head] if head else []
     try:
-        return out(top, "commit-tree", tree, *parents, "-m", message)
+        return out(top, "commit-tree", "--no-gpg-sign", tree, *parents, "-m", message, env=user_identity(top))
     except GitError as exc:
         raise LeafError(f"git could not make the commit ({exc}); is user.name/user.email configured?") from None
 
@@ -71,9 +71,13 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def draft_message(final_answer: str, task: str) -> str:
-    """A commit message from the model's final answer: a short subject line, the answer as the body."""
+    """A commit message from the model's final answer: its first line, whole, as the subject; the answer as the body.
+
+    The subject is never cut mid-word (a cut subject reads as a broken message); the task's first line
+    stands in when the model gave no answer.
+    """
     source = final_answer.strip() or task.strip()
     first = next((line.strip(" #*-") for line in source.splitlines() if line.strip(" #*-")), "Changes by leaf")
-    subject = first if len(first) <= 72 else first[:69].rstrip() + "..."
+    subject = " ".join(first.split())
     body = final_answer.strip()
     return subject if not body or body == first else f"{subject}\n\n{body}"

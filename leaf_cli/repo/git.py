@@ -1,4 +1,12 @@
-"""Running git: one helper with a timeout, a clean environment and a readable error."""
+"""Running git: one helper with a timeout, a clean environment and a readable error.
+
+Every git call leaf makes goes through `git()`, and the repository is assumed hostile: the agent may have
+planted a `core.fsmonitor`, hooks, filters, textconv drivers, an external diff or includes. So the call gets
+a clean environment (no inherited GIT_* variable, no system or global config) and command-line overrides,
+which win over any config file, for every key that would make git run a program. Calls that read or write
+file contents (the checkpoint, the restore, the diff) go further and use the store as their git dir, so the
+repository's own config, attributes and hooks are not read at all (see checkpoint.tree_env).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +19,18 @@ from leaf_cli.errors import LeafError
 
 GIT_TIMEOUT = 300.0
 
-# Variables that would make git look somewhere else than we say; dropped before every call.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
+# The only variables of leaf's own environment a git call inherits.
+_KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SYSTEMROOT", "USERPROFILE", "XDG_CONFIG_HOME")
+
+# Overrides for every configuration key that would run a program (or reach the network) inside leaf's own
+# git calls. Command-line `-c` has the highest precedence, above the repository's config and its includes.
+SAFE_CONFIG = (
+    "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.untrackedCache=false", "core.pager=cat",
+    "core.editor=false", "sequence.editor=false", "core.sshCommand=false", "core.askPass=", "credential.helper=",
+    "commit.gpgSign=false", "tag.gpgSign=false", "gc.auto=0", "maintenance.auto=false", "protocol.allow=never",
+    "core.alternateRefsCommand=", "uploadpack.packObjectsHook=", "fetch.recurseSubmodules=false",
+    "submodule.recurse=false", "core.preloadIndex=false",
+)
 
 
 class GitError(RuntimeError):
@@ -21,18 +38,28 @@ class GitError(RuntimeError):
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a git call: ours minus location overrides, plus `extra`, never a pager or prompt."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
+    """The environment for a git call: a few of ours, no config outside the repository, plus `extra`."""
+    env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0",
+                "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
+                "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_NO_LAZY_FETCH": "1", "GIT_ASKPASS": "", "SSH_ASKPASS": ""})
     env.update(extra or {})
     return env
+
+
+def git_argv(*args: str) -> list[str]:
+    """`git` with the safe overrides, then `args`."""
+    argv = ["git"]
+    for pair in SAFE_CONFIG:
+        argv += ["-c", pair]
+    return [*argv, *args]
 
 
 def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, input: bytes | None = None,
         check: bool = True, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[bytes]:
     """Run `git ARGS` in `cwd` and return the finished process (bytes); raise GitError when it fails."""
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=git_env(env), input=input,
+        proc = subprocess.run(git_argv(*args), cwd=cwd, env=git_env(env), input=input,
                               capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError:
         raise LeafError("git is not installed or not on PATH; install git and try again") from None
@@ -47,6 +74,24 @@ def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, input: byte
 def out(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
     """stdout of `git ARGS` as text, trailing newline removed."""
     return git(cwd, *args, env=env, check=check).stdout.decode(errors="surrogateescape").rstrip("\n")
+
+
+def user_identity(top: Path) -> dict[str, str]:
+    """The user's name and email for a commit leaf makes, as GIT_AUTHOR_*/GIT_COMMITTER_* variables.
+
+    Read with the user's own global config (leaf's other calls ignore it) but without includes: reading a
+    value runs nothing. Empty when unset, and git then says so.
+    """
+    ident: dict[str, str] = {}
+    for key, names in (("user.name", ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME")),
+                       ("user.email", ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"))):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        proc = subprocess.run(["git", "config", "--no-includes", "--get", key], cwd=top, env=env,
+                              capture_output=True, timeout=30, check=False)
+        value = proc.stdout.decode(errors="replace").strip()
+        for name in names:
+            ident[name] = os.environ.get(name) or value
+    return {k: v for k, v in ident.items() if v}
 
 
 def work_tree_root(path: Path) -> Path:

@@ -2,41 +2,75 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
 from leaf_cli.repo.checkpoint import RepoState, current_tree, diff, locate, record
 from leaf_cli.repo.git import out, work_tree_root
+from leaf_cli.repo.lock import RepoLock, is_held, lock_path
 from leaf_cli.repo.restore import restore
 from leaf_cli.repo.runs import RunRecord, new_run_id, state_root
 from leaf_cli.repo.store import store_for
 
+_LOCKS: dict[str, RepoLock] = {}
+"""The repository lock each live run of this process holds, by run id."""
+
 
 def begin_run(workdir: Path, *, title: str = "", model: str = "", run_id: str | None = None) -> RunRecord:
-    """Record the repository's full state before the agent's first tool call; LeafError outside a work tree."""
+    """Take the repository's lock and record its full state before the agent's first tool call.
+
+    LeafError outside a work tree, while another run holds the repository, or when the state cannot be
+    recorded (nothing is left behind then: no record, no lock).
+    """
     top = work_tree_root(workdir)
     run_id = run_id or new_run_id()
-    store = store_for(state_root(), top)
-    meta = state_root() / "runs" / run_id / "checkpoint"
-    before = record(top, store, meta)
+    lock = RepoLock(lock_path(state_root(), top)).acquire(f"run {run_id}, pid {os.getpid()}")
+    try:
+        store = store_for(state_root(), top)
+        meta = state_root() / "runs" / run_id / "checkpoint"
+        before = record(top, store, meta)
+    except BaseException:
+        lock.release()
+        shutil.rmtree(state_root() / "runs" / run_id, ignore_errors=True)
+        raise
     run = RunRecord(run_id=run_id, top=str(top), workdir=str(workdir.resolve()), store=str(store),
-                    title=title, model=model, before=before)
+                    title=title, model=model, before=before, pid=os.getpid())
     run.save()
+    _LOCKS[run_id] = lock
     return run
+
+
+def release_run(run: RunRecord) -> None:
+    """Give the repository back to other leaf runs (the process's end does it too)."""
+    lock = _LOCKS.pop(run.run_id, None)
+    if lock is not None:
+        lock.release()
+
+
+def is_live(run: RunRecord) -> bool:
+    """Whether a leaf process is still running `run` (it holds the repository's lock and says it is this run)."""
+    if run.status != "running":
+        return False
+    if run.run_id in _LOCKS:
+        return True
+    path = lock_path(state_root(), Path(run.top))
+    return is_held(path) and f"run {run.run_id}," in path.read_text(errors="replace")
 
 
 def run_patch(run: RunRecord) -> str:
     """Everything the run changed against the start state (new and deleted files included), as a git patch."""
     top, store = Path(run.top), Path(run.store)
-    return diff(top, store, run.before.worktree_tree, current_tree(top, store, run.before.worktree_tree))
+    return diff(top, store, run.before.worktree_tree, current_tree(top, store, run.before))
 
 
 def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     """Record the after-state and the diff stat; return the patch."""
     top, store = Path(run.top), Path(run.store)
-    after_tree = current_tree(top, store, run.before.worktree_tree)
+    after_tree = current_tree(top, store, run.before)
     run.after = _light_state(top, after_tree)
     patch = diff(top, store, run.before.worktree_tree, after_tree)
     run.files_changed, run.insertions, run.deletions = _shortstat(diff(top, store, run.before.worktree_tree,
@@ -46,12 +80,48 @@ def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     return patch
 
 
+def end_run_anyhow(run: RunRecord, exit_reason: str) -> str:
+    """`finish_run`, or when even the end state cannot be recorded, a finished record without it: no run
+    stays "running" once leaf is done with it. Ctrl-C and SIGTERM wait until the record is written."""
+    with signals_held():
+        try:
+            return finish_run(run, exit_reason)
+        except Exception as exc:  # noqa: BLE001 - the record must be written whatever failed
+            run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
+            run.save()
+            raise LeafError(f"run {run.run_id} ended ({exit_reason}) but its end state could not be recorded: "
+                            f"{exc}") from None
+
+
+class signals_held:
+    """Block SIGINT and SIGTERM for the block; they are delivered (and act) as it ends."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self._old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if os.name == "posix" else None
+
+    def __exit__(self, *_exc: object) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+
+
+def after_leaf_commit(run: RunRecord) -> None:
+    """The review committed the run's change: that state is the run's end state now, so `leaf undo` works."""
+    top = Path(run.top)
+    if run.after is not None:
+        run.after = _light_state(top, run.after.worktree_tree)
+        run.save()
+
+
 def changed_since(run: RunRecord) -> list[str]:
     """What differs from the state the run left behind (empty when nothing does)."""
     if run.after is None:
         return ["the run never recorded its end state (it was killed)"]
     top, store = Path(run.top), Path(run.store)
-    now = _light_state(top, current_tree(top, store, run.before.worktree_tree))
+    now = _light_state(top, current_tree(top, store, run.before))
     problems = []
     if now.worktree_tree != run.after.worktree_tree:
         stat = diff(top, store, run.after.worktree_tree, now.worktree_tree, stat=True).strip().splitlines()
@@ -61,20 +131,31 @@ def changed_since(run: RunRecord) -> list[str]:
     return problems
 
 
-def undo_run(run: RunRecord, *, force: bool = False) -> list[tuple[str, str]]:
+def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """Restore the state recorded before `run`; refuse when the user changed things since, unless `force`.
 
-    Returns the refs created since the run that were removed (name, object).
+    A run still going in another leaf process is refused even with `force`: its agent would keep writing.
+    Survivors of the run's commands are killed first (reaper). Returns the refs created since the run that
+    were removed (name, object); `keep_refs` (and the run's own kept refs) stay.
     """
+    if is_live(run) and run.run_id not in _LOCKS:
+        raise LeafError(f"run {run.run_id} is still running (leaf pid {run.pid}); stop it (Ctrl-C) before undoing it")
     if run.status == "undone" and not force:
         raise LeafError(f"run {run.run_id} is already undone (use --force to restore its start state again)")
     if not force:
         problems = changed_since(run)
         if problems:
             raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway")
-    dropped = restore(Path(run.top), Path(run.store), run.before)
-    run.status = "undone"
-    run.save()
+    run.kept_refs = sorted(set(run.kept_refs) | set(keep_refs))
+    own = run.run_id in _LOCKS
+    lock = None if own else RepoLock(lock_path(state_root(), Path(run.top))).acquire(f"undo of run {run.run_id}, pid {os.getpid()}")
+    try:
+        dropped = restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(run.kept_refs))
+        run.status = "undone"
+        run.save()
+    finally:
+        if lock is not None:
+            lock.release()
     return dropped
 
 

@@ -54,6 +54,9 @@ class RunRecord(BaseModel):
     deletions: int = 0
     trajectory: str = ""
     continued_from: str | None = None
+    pid: int | None = Field(None, description="The leaf process running it (while status is running).")
+    kept_refs: list[str] = Field(default_factory=list, description="Refs leaf made for the user (a review's "
+                                 "branch): undo leaves them.")
 
     @property
     def folder(self) -> Path:

@@ -1,9 +1,15 @@
 """The object store a checkpoint lives in: a bare git repository under leaf's state directory.
 
-It sits outside the workdir, so nothing the agent runs there (`git gc --prune=now`, `rm -rf .git`, ...)
-reaches it. The repository's objects are hard-linked in (git never rewrites an object file, so a link is
-a free, immutable copy; a copy is made only across file systems), which makes the store self-contained
-without paying for a `git fetch` of the whole history.
+It sits outside the workdir (and the sandbox hides the state directory), so nothing the agent runs there
+(`git gc --prune=now`, `rm -rf .git`, truncating `.git/objects/*` in place) reaches it. The repository's
+objects are *copied* in, never hard-linked: a link would share the inode, and a file truncated in the
+repository would be truncated in the store too. Where the file system can (btrfs, XFS, APFS) the copy is a
+reflink, which costs no space until one side changes. Each object file or pack is copied once: its name
+is its hash, so later checkpoints copy only what is new.
+
+The store is also the git dir of leaf's content-reading calls (add, write-tree, checkout-index, diff): its
+own config and `info/attributes` make those calls store and restore the exact bytes of every file (no
+end-of-line conversion, no filter, no textconv) whatever the repository's attributes or config say.
 """
 
 from __future__ import annotations
@@ -17,6 +23,13 @@ from pathlib import Path
 from leaf_cli.repo.git import git
 
 _PACK_SUFFIXES = (".pack", ".idx", ".rev")
+_FICLONE = 0x40049409  # Linux ioctl: make dst a copy-on-write clone of src (btrfs, XFS, bcachefs)
+
+# Highest-precedence attributes for every path: bytes in, bytes out.
+RAW_ATTRIBUTES = "* -text -crlf !eol -filter -ident !working-tree-encoding !diff\n"
+STORE_CONFIG = (("core.autocrlf", "false"), ("core.safecrlf", "false"), ("core.symlinks", "true"),
+                ("core.filemode", "true"), ("gc.auto", "0"), ("core.logAllRefUpdates", "false"),
+                ("core.fsmonitor", "false"), ("core.untrackedCache", "false"), ("core.bigFileThreshold", "512m"))
 
 
 def store_for(state_root: Path, workdir: Path) -> Path:
@@ -26,15 +39,25 @@ def store_for(state_root: Path, workdir: Path) -> Path:
 
 
 def ensure_store(store: Path, object_format: str) -> Path:
-    """Create the bare store once; return its objects folder."""
+    """Create the bare store once, with leaf's config and raw attributes; return its objects folder."""
     if not (store / "objects").is_dir():
         store.parent.mkdir(parents=True, exist_ok=True)
         git(store.parent, "init", "-q", "--bare", f"--object-format={object_format}", str(store))
+        for key, value in STORE_CONFIG:
+            git(store, "config", "--file", str(store / "config"), key, value)
+    (store / "info").mkdir(exist_ok=True)
+    (store / "info" / "attributes").write_text(RAW_ATTRIBUTES)
     return store / "objects"
 
 
-def link_objects(src: Path, dst: Path) -> int:
-    """Hard-link (or copy) every loose object and pack from `src` into `dst` that `dst` lacks; return the count.
+def stat_cache(store: Path, top: Path) -> Path:
+    """The store's own index for work tree `top`: git's stat cache, valid because only leaf's calls write it."""
+    key = hashlib.sha256(str(top).encode()).hexdigest()[:16]
+    return store / f"leaf-index-{key}"
+
+
+def copy_objects(src: Path, dst: Path) -> int:
+    """Copy every loose object and pack from `src` into `dst` that `dst` lacks; return the count.
 
     Only names are compared: an object file's name is its hash, and a pack's name the hash of its content.
     """
@@ -43,19 +66,23 @@ def link_objects(src: Path, dst: Path) -> int:
         return 0
     for entry in os.scandir(src):
         if len(entry.name) == 2 and entry.is_dir(follow_symlinks=False):
-            added += _link_dir(Path(entry.path), dst / entry.name, lambda _n: True)
+            added += _copy_dir(Path(entry.path), dst / entry.name, lambda _n: True)
     packs = src / "pack"
     if packs.is_dir():
-        have = {p.name for p in packs.glob("*.pack")}
-        # An index without its pack would point git at a missing file: take .idx/.rev only beside a .pack.
-        added += _link_dir(packs, dst / "pack",
-                           lambda n: n.endswith(_PACK_SUFFIXES) and n.rsplit(".", 1)[0] + ".pack" in have)
+        # A pack's .idx is what makes git look at it: copy the .pack first, the .idx and .rev after.
+        added += _copy_dir(packs, dst / "pack", lambda n: n.endswith(".pack"))
+        have = {p.name for p in (dst / "pack").glob("*.pack")} if (dst / "pack").is_dir() else set()
+        added += _copy_dir(packs, dst / "pack",
+                           lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have)
     _copy_alternates(src, dst)
     return added
 
 
-def _link_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-def]
-    names = [e.name for e in os.scandir(src) if e.is_file(follow_symlinks=False) and wanted(e.name)]
+def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-def]
+    try:
+        names = [e.name for e in os.scandir(src) if e.is_file(follow_symlinks=False) and wanted(e.name)]
+    except FileNotFoundError:
+        return 0  # a concurrent gc removed the folder
     if not names:
         return 0
     dst.mkdir(parents=True, exist_ok=True)
@@ -64,22 +91,36 @@ def _link_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-d
     for name in names:
         if name in present or name.endswith(".tmp") or name.startswith("tmp_"):
             continue
-        _link_or_copy(src / name, dst / name)
-        added += 1
+        added += _copy_file(src / name, dst / name)
     return added
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _copy_file(src: Path, dst: Path) -> int:
+    """Copy one object file (reflink when possible) under a temporary name, then rename it into place."""
+    tmp = dst.with_name(f".tmp-{os.getpid()}-{dst.name}")
     try:
-        os.link(src, dst)
-    except FileExistsError:
-        pass
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            if not _reflink(fin.fileno(), fout.fileno()):
+                shutil.copyfileobj(fin, fout, 1 << 20)
     except FileNotFoundError:
-        pass  # git removed it between the listing and the link (a concurrent gc); its pack has it
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+        tmp.unlink(missing_ok=True)
+        return 0  # git removed it between the listing and the copy (a concurrent gc); its pack has it
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, dst)
+    return 1
+
+
+def _reflink(fd_in: int, fd_out: int) -> bool:
+    try:
+        import fcntl
+
+        fcntl.ioctl(fd_out, _FICLONE, fd_in)
+        return True
+    except (ImportError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL,
+                                                           errno.ENOTTY, errno.EBADF, errno.EPERM):
             raise
-        shutil.copy2(src, dst)
+        return False
 
 
 def _copy_alternates(src: Path, dst: Path) -> None:

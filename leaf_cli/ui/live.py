@@ -14,6 +14,7 @@ from rich.status import Status
 from rich.text import Text
 
 from leaf_cli.agent import events as ev
+from leaf_cli.ui.safe_text import plain
 
 _MAIN_ARG = {"read": "file_path", "write": "file_path", "edit": "file_path", "glob": "pattern", "bash": "command"}
 
@@ -24,10 +25,10 @@ def tool_line(name: str, arguments: dict[str, Any], width: int = 100) -> str:
     value = arguments.get(key) if key else None
     if value is None and arguments:
         value = next(iter(arguments.values()))
-    shown = " ".join(str(value).split()) if value is not None else ""
+    shown = " ".join(plain(str(value)).split()) if value is not None else ""
     if len(shown) > width:
         shown = shown[: width - 1] + "…"
-    return f"{name}({shown})"
+    return f"{plain(name)}({shown})"
 
 
 class LiveView:
@@ -55,14 +56,14 @@ class LiveView:
         elif isinstance(event, ev.ToolFinished):
             self.pause()
             mark, style = ("✗", "red") if event.result.is_error else ("✓", "green")
-            first = event.result.text.splitlines()[0] if event.result.text else ""
+            first = plain(event.result.text.splitlines()[0]) if event.result.text else ""
             line = Text(f"{mark} ", style=style)
             line.append(tool_line(event.call.name, event.call.arguments), style="bold")
             line.append(f"  {first[:80]}  {event.seconds:.1f}s", style="dim")
             self.console.print(line)
         elif isinstance(event, ev.FormatErrorNotice):
             self._end_stream()
-            self.console.print(Text(f"! unparseable tool call: {event.detail}", style="yellow"))
+            self.console.print(Text(f"! unparseable tool call: {plain(event.detail)}", style="yellow"))
 
     def pause(self) -> None:
         """Stop the spinner (before a permission prompt, or when the tool is done)."""
@@ -76,7 +77,7 @@ class LiveView:
         if self._streaming != kind:
             self._end_stream()
             self._streaming = kind
-        self.console.print(Text(text, style="dim italic" if kind == "reasoning" else ""), end="")
+        self.console.print(Text(plain(text), style="dim italic" if kind == "reasoning" else ""), end="")
 
     def _end_stream(self) -> None:
         if self._streaming is not None:

@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 
 from leaf_cli.llm.messages import ToolCall
 from leaf_cli.ui.live import tool_line
+from leaf_cli.ui.safe_text import markup_safe, plain
 
 Choice = Literal["keep", "undo", "commit", "branch"]
 _KEYS = {"k": "keep", "u": "undo", "c": "commit", "b": "branch"}
@@ -22,14 +23,24 @@ def show_diff(console: Console, patch: str) -> None:
     if not patch.strip():
         console.print("[dim]No changes.[/dim]")
         return
-    console.print(Syntax(patch, "diff", theme="ansi_dark", background_color="default", word_wrap=True))
+    console.print(Syntax(plain(patch), "diff", theme="ansi_dark", background_color="default", word_wrap=True))
 
 
 def ask_review(console: Console) -> Choice:
     """keep / undo / commit / branch, one key each."""
-    answer = Prompt.ask("[bold]Keep the changes[/bold] [k]eep, [u]ndo, [c]ommit, move to a [b]ranch",
+    # `\\[` keeps rich from reading the key hints as markup (it would print "eep, ndo, ommit").
+    answer = Prompt.ask("[bold]Keep the changes[/bold] \\[k]eep, \\[u]ndo, \\[c]ommit, move to a \\[b]ranch",
                         console=console, choices=list(_KEYS), default="k", show_choices=False)
     return _KEYS[answer]  # type: ignore[return-value]
+
+
+def ask_trust(top: object, keys: list[str]) -> bool:
+    """Ask once whether a repository's .leaf.toml may set safety settings (remembered when yes)."""
+    console = Console(stderr=True, highlight=False)
+    console.print(f"[bold]{markup_safe(str(top))}/.leaf.toml sets {markup_safe(', '.join(keys))}[/bold], which loosen "
+                  "or redirect leaf's safety. Trust this repository's settings from now on?")
+    return Prompt.ask("Trust it? \\[y]es, \\[n]o", console=console, choices=["y", "n"], default="n",
+                      show_choices=False) == "y"
 
 
 def ask_text(console: Console, label: str, default: str) -> str:
@@ -58,9 +69,10 @@ def ask_permission(console: Console, call: ToolCall, before: str | None) -> Lite
     """Show the call's preview and ask: y(es) / n(o) / a(lways for this tool)."""
     text = preview(call, before)
     lexer = "bash" if call.name.lower() == "bash" else "diff"
-    console.print(Panel(Syntax(text, lexer, theme="ansi_dark", background_color="default", word_wrap=True),
-                        title=tool_line(call.name, call.arguments, 60), title_align="left"))
-    answer = Prompt.ask(f"Allow {call.name}? [y]es, [n]o, [a]lways for {call.name}", console=console,
+    console.print(Panel(Syntax(plain(text), lexer, theme="ansi_dark", background_color="default", word_wrap=True),
+                        title=markup_safe(tool_line(call.name, call.arguments, 60)), title_align="left"))
+    name = markup_safe(call.name)
+    answer = Prompt.ask(f"Allow {name}? \\[y]es, \\[n]o, \\[a]lways for {name}", console=console,
                         choices=["y", "n", "a"], default="y", show_choices=False)
     return {"y": "yes", "n": "no", "a": "always"}[answer]  # type: ignore[return-value]
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from leaf_cli.agent.permissions import bash_refusal, bwrap_prefix, make_gate, needs_confirmation, scrub_env
+from leaf_cli.agent.permissions import bash_refusal, make_gate, needs_confirmation
+from leaf_cli.agent.sandbox import open_sandbox
+from leaf_cli.agent.secrets import scrub_env
 from leaf_cli.llm.messages import ToolCall
 
 ROOT, HOME = Path("/srv/work/repo"), Path("/home/u")
@@ -78,7 +80,9 @@ def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     outside = Path.home() / f".leaf-bwrap-probe-{tmp_path.name}"
     script = f"echo ok > inside.txt; touch {outside} 2>/dev/null && echo wrote-outside; " \
              "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null || echo no-network"
-    proc = subprocess.run([*bwrap_prefix(work), "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30)
+    sandbox = open_sandbox("bwrap", work, work, tmp_path / "state")
+    proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30)
+    sandbox.close()
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip(f"bubblewrap cannot create namespaces here: {proc.stderr.strip()}")
     assert (work / "inside.txt").read_text() == "ok\n"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from leaf_cli.cli.main import app
-from leaf_cli.models.fake_hub import FakeHub, tiny_gguf
+from tests.support.fake_hub import FakeHub, tiny_gguf
 from leaf_cli.models.registry import data_dir
 from leaf_cli.models.store import read_downloads
 
@@ -34,7 +34,7 @@ def test_list_json_marks_default_and_presence() -> None:
     assert set(entries) == {"frognano-4b", "qwen3.5-4b", "smollm2-135m"}
     assert entries["frognano-4b"]["default"] and not entries["frognano-4b"]["on_disk"]
     assert entries["frognano-4b"]["unverified"] and entries["frognano-4b"]["licence"] == "MIT"
-    assert entries["qwen3.5-4b"]["source"].startswith("hf:unsloth/Qwen3.5-4B-GGUF/")
+    assert entries["qwen3.5-4b"]["source"].startswith("hf:Qwen/Qwen3.5-4B@main (safetensors")
 
 
 def test_list_table() -> None:
@@ -80,23 +80,22 @@ def test_add_rejects_a_file_that_is_not_gguf_and_records_nothing(tmp_path: Path)
     assert bad_name.exit_code == 2
 
 
-def test_pull_list_and_rm_the_default_model(hub: FakeHub) -> None:
-    # The stand-in hub serves a tiny GGUF under the real manifest's repository and file name.
-    from leaf_cli.models.registry import get_manifest
+def test_list_and_rm_the_pulled_default_model(tiny_frognano_registered: Path, tmp_path: Path) -> None:
+    # The tiny Qwen3.5 made by `leaf models pull frognano-4b` (tests/conftest.py), recorded in this test's home
+    # through a copy, so that rm deletes the copy and the session's file stays.
+    import shutil
 
-    source = get_manifest("frognano-4b").source
-    data = tiny_gguf(arch="qwen35", padding=50_000)
-    hub.add(source.repo or "", source.filename or "", data)
-    result = runner.invoke(app, ["models", "pull", "frognano-4b"])
-    assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("frognano-4b: ") and "sha256 matches the hub's" in result.stdout
+    from leaf_cli.models.store import record_download, sha256_file
+
+    copy = tmp_path / tiny_frognano_registered.name
+    shutil.copy2(tiny_frognano_registered, copy)
+    record_download("frognano-4b", copy, sha256_file(copy), "converted")
     listed = {e["name"]: e for e in json.loads(runner.invoke(app, ["models", "list", "--json"]).stdout)}
-    assert listed["frognano-4b"]["on_disk"] and listed["frognano-4b"]["size_bytes"] == len(data)
-    blob = Path(os.path.realpath(listed["frognano-4b"]["path"]))
-    assert blob.read_bytes() == data
+    assert listed["frognano-4b"]["on_disk"] and listed["frognano-4b"]["size_bytes"] == copy.stat().st_size
+    assert listed["frognano-4b"]["verified_by"] == "converted"
     removed = runner.invoke(app, ["models", "rm", "frognano-4b"])
     assert removed.exit_code == 0 and "deleted the download of frognano-4b" in removed.stdout
-    assert not blob.exists() and read_downloads() == {}
+    assert not copy.exists() and read_downloads() == {} and tiny_frognano_registered.is_file()
     again = runner.invoke(app, ["models", "rm", "frognano-4b"])
     assert again.exit_code == 2 and "not downloaded" in again.stderr
 

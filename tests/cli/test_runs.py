@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.fixcli import call, fix_json, leaf, script, turn
 from tests.repo.gitrepo import fingerprint, messy_repo, sh
 
@@ -11,12 +13,14 @@ WRECK = ("git stash clear; git reset -q --hard HEAD~1; git clean -fdxq; git refl
          "git gc -q --prune=now; git checkout -q --orphan wreck; echo agent > agent.txt; rm -rf .git")
 
 
-def test_undo_restores_everything_byte_for_byte(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_undo_restores_everything_byte_for_byte(tmp_path: Path, sandbox: str) -> None:
     repo = messy_repo(tmp_path / "work")
     before = fingerprint(repo)
     spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=WRECK)), {"content": "cleaned up"})
-    code, out = fix_json(repo, spec, "tidy the repository")
-    assert code == 0 and not (repo / ".git").exists()
+    code, out = fix_json(repo, spec, "--sandbox", sandbox, "tidy the repository")
+    # Without a sandbox `.git` is gone; inside it, its config and hooks are read-only mounts that stay.
+    assert code == 0 and (repo / ".git" / "config").exists() == (sandbox != "none")
     listing = leaf("runs", "--all")
     assert out["run_id"] in listing.stdout and "final_answer" in listing.stdout
     result = leaf("undo", "--workdir", str(repo))

@@ -7,7 +7,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from leaf_cli.models.fake_hub import FakeHub, tiny_gguf
+from tests.support.fake_hub import FakeHub, tiny_gguf
 
 
 @pytest.fixture

@@ -26,8 +26,11 @@ def test_shipped_manifests_are_the_three_entries_with_cards() -> None:
     manifests = builtin_manifests()
     assert sorted(manifests) == ["frognano-4b", "qwen3.5-4b", "smollm2-135m"]
     frog = manifests["frognano-4b"]
-    assert frog.source.kind == "hf" and frog.source.filename and frog.source.filename.endswith("Q4_K_M.gguf")
-    assert frog.source.sha256 is None and "source.sha256" in frog.unverified  # said, not invented
+    # The real repositories, published as safetensors: converted on pull; only the size estimates are unverified.
+    assert (frog.source.kind, frog.source.repo, frog.source.quant) == ("hf-safetensors", "microsoft/FrogNano-4B-2609",
+                                                                       "q4_k_m")
+    assert manifests["qwen3.5-4b"].source.repo == "Qwen/Qwen3.5-4B"
+    assert frog.unverified == ["size_bytes", "source.download_bytes"] and frog.architecture == "qwen35"
     assert frog.licence == "MIT" and frog.hybrid and frog.n_ctx == 65536
     sampling = frog.sampling
     assert (sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p) == (0.6, 0.95, 20, 0.0)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.errors import LeafError
-from leaf_cli.models.fake_hub import FakeHub, tiny_gguf
+from tests.support.fake_hub import FakeHub, tiny_gguf
 from leaf_cli.models.manifest import Manifest, Source
 from leaf_cli.models.pull import pull
 from leaf_cli.models.store import locate, read_downloads

@@ -11,7 +11,7 @@ import pytest
 from leaf_cli.errors import LeafError
 from leaf_cli.llm.openai import OpenAIEngine
 from leaf_cli.llm.replay import ReplayEngine
-from leaf_cli.models.fake_hub import FakeHub, tiny_gguf
+from tests.support.fake_hub import FakeHub, tiny_gguf
 from leaf_cli.models.resolve import make_engine, manifest_for, model_path, sampling_for
 
 

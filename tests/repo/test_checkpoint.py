@@ -53,7 +53,7 @@ def test_diff_includes_new_modified_deleted_and_mode(repo: Path, tmp_path: Path)
     store = store_for(tmp_path / "s", repo)
     state = record(repo, store, tmp_path / "s" / "meta")
     sh(repo, "echo brand > brand_new.txt && rm notes.txt && echo more >> src/calc.py && chmod +x docs/guide.md")
-    patch = diff(repo, store, state.worktree_tree, current_tree(repo, store, state.worktree_tree))
+    patch = diff(repo, store, state.worktree_tree, current_tree(repo, store, state))
     assert "brand_new.txt" in patch and "new file mode 100644" in patch
     assert "deleted file mode 100644" in patch and "notes.txt" in patch
     assert "+more" in patch

@@ -1,26 +1,32 @@
 """A stand-in for the Hugging Face hub's file endpoint, on loopback. The model hub cannot be reached from
 leaf's test machines, so `leaf models pull` is tested against this (point `HF_ENDPOINT` at `url`).
 
-It implements what `huggingface_hub.hf_hub_download` uses: `HEAD` and `GET /{repo}/resolve/{revision}/{file}`
-with `ETag` (the content's sha256, as the hub gives for LFS files), `X-Repo-Commit`, `Content-Length`,
-`Range` requests answered with 206, and the hub's `X-Error-Code` on 404. It can cut the first GET of a file
-after N bytes, to exercise resuming, and can advertise a wrong ETag, to exercise checksum rejection.
+It implements what `huggingface_hub.hf_hub_download` and `HfApi.model_info` use: `HEAD` and
+`GET /{repo}/resolve/{revision}/{file}` with `ETag` (the content's sha256 for LFS files, the git blob sha1 for
+the others, as the hub gives them), `X-Repo-Commit`, `Content-Length`, `Range` requests answered with 206, the
+hub's `X-Error-Code` on 404, and `GET /api/models/{repo}/revision/{revision}?blobs=true` listing every file
+with its size and checksums. It can cut the first GET of a file after N bytes, to exercise resuming, and can
+advertise a wrong checksum, to exercise checksum rejection.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import struct
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 _PATH = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<filename>.+)$")
+_API = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<revision>[^/]+))?$")
+LFS_SUFFIXES = (".safetensors", ".gguf", ".bin")
 
 
 def tiny_gguf(arch: str = "llama", context: int = 4096, padding: int = 0) -> bytes:
@@ -42,12 +48,29 @@ def tiny_gguf(arch: str = "llama", context: int = 4096, padding: int = 0) -> byt
 @dataclass
 class HubFile:
     content: bytes
-    etag: str | None = None  # default: sha256 of content
+    etag: str | None = None  # default: sha256 of content (LFS files), git blob sha1 (others)
     cut_first_get_after: int | None = None  # close the connection after this many bytes, once
+    lfs: bool | None = None  # default: by file name, as the hub's .gitattributes does
+    size: int | None = None  # the size the listing advertises (default: the content's)
     gets: list[str] = field(default_factory=list)  # the Range header of each GET ("" when none)
 
-    def tag(self) -> str:
-        return self.etag or hashlib.sha256(self.content).hexdigest()
+    def is_lfs(self, filename: str) -> bool:
+        return self.lfs if self.lfs is not None else filename.endswith(LFS_SUFFIXES)
+
+    def tag(self, filename: str = "x.gguf") -> str:
+        if self.etag:
+            return self.etag
+        if self.is_lfs(filename):
+            return hashlib.sha256(self.content).hexdigest()
+        return hashlib.sha1(f"blob {len(self.content)}\0".encode() + self.content).hexdigest()
+
+    def sibling(self, filename: str) -> dict[str, Any]:
+        """The file as the hub's model_info(files_metadata=True) lists it."""
+        size = self.size if self.size is not None else len(self.content)
+        if self.is_lfs(filename):
+            return {"rfilename": filename, "size": size, "blobId": hashlib.sha1(filename.encode()).hexdigest(),
+                    "lfs": {"size": size, "sha256": self.tag(filename), "pointerSize": 134}}
+        return {"rfilename": filename, "size": size, "blobId": self.tag(filename)}
 
 
 class FakeHub:
@@ -69,6 +92,15 @@ class FakeHub:
         hub_file = HubFile(content, **options)
         self.files[(repo, filename)] = hub_file
         return hub_file
+
+    def add_folder(self, repo: str, folder: Path) -> dict[str, HubFile]:
+        """Serve every file of a checkpoint folder (top level) under `repo`."""
+        return {p.name: self.add(repo, p.name, p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()}
+
+    def listing(self, repo: str) -> dict[str, Any]:
+        files = sorted((name, f) for (r, name), f in self.files.items() if r == repo)
+        return {"id": repo, "modelId": repo, "sha": COMMIT, "private": False,
+                "siblings": [f.sibling(name) for name, f in files]}
 
     def __enter__(self) -> "FakeHub":
         self._thread.start()
@@ -93,8 +125,13 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self._serve(body=True)
 
         def _serve(self, body: bool) -> None:
-            match = _PATH.match(unquote(self.path.split("?")[0]))
             repos = {repo for repo, _ in hub.files}
+            api = _API.match(unquote(self.path.split("?")[0]))
+            if api:
+                if api["repo"] not in repos:
+                    return self._error("RepoNotFound")
+                return self._json(hub.listing(api["repo"]), body)
+            match = _PATH.match(unquote(self.path.split("?")[0]))
             if not match or match["repo"] not in repos:
                 return self._error("RepoNotFound")
             hub_file = hub.files.get((match["repo"], match["filename"]))
@@ -110,7 +147,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             else:
                 self.send_response(200)
-            self.send_header("ETag", f'"{hub_file.tag()}"')
+            self.send_header("ETag", f'"{hub_file.tag(match["filename"])}"')
             self.send_header("X-Repo-Commit", COMMIT)
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("Content-Length", str(len(data) - start))
@@ -124,6 +161,15 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True  # the client sees a body shorter than Content-Length
                 return
             self.wfile.write(data[start:])
+
+        def _json(self, data: dict[str, Any], body: bool) -> None:
+            raw = json.dumps(data).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            if body:
+                self.wfile.write(raw)
 
         def _error(self, code: str) -> None:
             self.send_response(404)

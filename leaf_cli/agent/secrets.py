@@ -1,0 +1,64 @@
+"""Secrets out of the agent's reach: which variables are secrets, the environment its commands get, and
+the redaction of secret values from anything leaf writes (trajectory, patch, JSON output).
+
+A variable is a secret by its name (`*_TOKEN`, `*_KEY`, `*_SECRET`, `*_PASSWORD`, `*_CREDENTIALS`, `AWS_*`,
+`PGPASSWORD`, ...) or by its value (a URL with a password in it, as `DATABASE_URL` often is). leaf's own
+`LEAF_*` variables name its state folder and keys, so they never reach the agent either. `--pass-env NAME`
+lets one named variable through.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "API_KEY", "PRIVATE_KEY",
+                "ACCESS_KEY", "AUTH")
+SECRET_SUFFIXES = ("_KEY", "_PASS", "_PWD", "_DSN", "_COOKIE", "_SESSION")
+SECRET_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "LEAF_", "VAULT_", "OP_SESSION")
+SECRET_NAMES = frozenset({"PGPASSWORD", "MYSQL_PWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME",
+                          "DOCKER_AUTH_CONFIG", "NETRC", "GIT_ASKPASS", "SSH_ASKPASS"})
+_URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.I)
+_SAFE_NAMES = frozenset({"PWD", "OLDPWD", "XAUTHORITY"})
+_MIN_REDACT = 8
+"""Shorter values are too likely to occur by chance to be replaced in text."""
+
+
+def is_secret(name: str, value: str) -> bool:
+    upper = name.upper()
+    if upper in _SAFE_NAMES:
+        return False
+    return (upper in SECRET_NAMES or upper.startswith(SECRET_PREFIXES) or upper.endswith(SECRET_SUFFIXES)
+            or any(word in upper for word in SECRET_WORDS) or bool(_URL_WITH_PASSWORD.search(value)))
+
+
+def scrub_env(environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """The environment the agent's commands get: leaf's own minus every secret, unless passed by name."""
+    keep = {name.upper() for name in pass_env}
+    return {k: v for k, v in environ.items() if k.upper() in keep or not is_secret(k, v)}
+
+
+class Redactor:
+    """Replaces the value of every secret variable of leaf's environment with `[secret NAME]` in text."""
+
+    def __init__(self, environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> None:
+        keep = {name.upper() for name in pass_env}
+        pairs = [(v, k) for k, v in environ.items()
+                 if k.upper() not in keep and is_secret(k, v) and len(v) >= _MIN_REDACT]
+        self.pairs = sorted(pairs, key=lambda p: -len(p[0]))  # longest first: a value inside another
+
+    def text(self, text: str) -> str:
+        for value, name in self.pairs:
+            if value in text:
+                text = text.replace(value, f"[secret {name}]")
+        return text
+
+    def obj(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.obj(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.obj(v) for k, v in value.items()}
+        return value
