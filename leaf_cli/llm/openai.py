@@ -27,6 +27,10 @@ EXTRA_PARAMS = ("top_k", "min_p", "repeat_penalty", "repetition_penalty", "chat_
                 "parallel_tool_calls", "stream_options")
 _OVERFLOW = re.compile(r"context[_ ]length|context window|context size|maximum context|too many tokens|"
                        r"prompt is too long|exceeds? the (available )?context", re.I)
+# A server whose template cannot render the conversation (llama_cpp.server's Jinja has no `from_json`, which the
+# Qwen3.5 template applies to string tool-call arguments) answers 500; it is not transient.
+_TEMPLATE_FAILURE = re.compile(r"no filter named|TemplateSyntaxError|TemplateRuntimeError|UndefinedError|"
+                               r"jinja|chat template", re.I)
 _CALL_MARKUP = ("<tool_call", "<function=", "<think>", "</think>", "```", '"arguments"')
 
 
@@ -117,6 +121,7 @@ class OpenAIEngine:
         while True:
             sent = body if self._send_extras else {k: v for k, v in body.items() if k not in EXTRA_PARAMS}
             delivered = [False]  # set once a delta reached on_delta: a retry then would show text twice
+            answered = False  # the server sent a status line: a transport error after it is not "unreachable"
 
             def relay(kind: Any, text: str) -> None:
                 delivered[0] = True
@@ -125,6 +130,7 @@ class OpenAIEngine:
 
             try:
                 with self._client.stream("POST", self.url, json=sent) as response:
+                    answered = True
                     if response.status_code >= 400:
                         response.read()
                         if self._adapt(response, body):
@@ -141,6 +147,12 @@ class OpenAIEngine:
                 body.pop("stream_options", None)
                 continue
             except httpx.TransportError as exc:
+                if answered and not delivered[0] and body.get("stream"):
+                    # llama_cpp.server answers 200, then drops the stream when the request fails before the
+                    # first token (a chat template error): unstreamed, the same request returns the real error.
+                    body["stream"] = False
+                    body.pop("stream_options", None)
+                    continue
                 if delivered[0] or attempt >= self.max_retries:
                     raise EngineError(f"cannot reach the model server at {self.base_url}: "
                                       f"{type(exc).__name__}: {str(exc) or 'connection failed'}") from None
@@ -170,6 +182,8 @@ class OpenAIEngine:
         """Raise the right error for a failed response, or return a Retry-After hint to retry."""
         message = _error_message(response)
         code = response.status_code
+        if _TEMPLATE_FAILURE.search(message):  # the same conversation fails the same way: no retry
+            raise EngineError(f"the model server's chat template failed on this conversation (HTTP {code}): {message}")
         if code in RETRY_STATUS and attempt < self.max_retries:
             return _retry_after(response)
         if code in (400, 413, 422) and _OVERFLOW.search(message):

@@ -91,13 +91,15 @@ def test_ctrl_c_mid_reply_then_a_new_message(tiny_qwen35_gguf: Path, saved_state
     turn(engine, c)
     c.append(Message(role="user", content="Now add a test."))
     interrupted(engine, c)
-    held = len(c.token_log.ids)
+    # What the interrupted turn had evaluated: the conversation rendered canonically at that user message.
+    seen = engine._tokenize(engine.template.render_messages(c.messages, tools(), True, True))
     c.append(Message(role="user", content="Sorry: put it in tests/test_calc.py."))
     reply = turn(engine, c)
-    new = reply.usage.prompt_tokens - held
-    if saved_states:
-        assert engine.last_evaluated <= new + 1, (engine.last_evaluated, new)
-        assert c.token_log.ids == engine.llm.input_ids[:len(c.token_log.ids) - 1].tolist() + c.token_log.ids[-1:]
+    prompt = c.token_log.ids[:reply.usage.prompt_tokens]
+    new = len(prompt) - next(i for i, (x, y) in enumerate(zip(seen, prompt)) if x != y)
+    if saved_states:  # back to the checkpoint at the turn boundary, a token or two before the divergence
+        assert engine.last_evaluated <= new + 3, (engine.last_evaluated, new)
+        assert c.token_log.ids[:-1] == engine.llm.input_ids[:len(c.token_log.ids) - 1].tolist()
     else:  # the engine as it was: everything again
         assert engine.last_evaluated == reply.usage.prompt_tokens
 
@@ -150,8 +152,10 @@ def test_thinking_budget_closes_the_reasoning_and_the_reply_goes_on(tiny_qwen35_
     ids = reply.token_ids
     at = next(i for i in range(len(ids)) if ids[i:i + len(close)] == close)
     assert at <= 3 and "</think>" not in engine.llm.detokenize(ids[:at], special=True).decode(errors="replace")
-    assert "<tool_call>\n<function=" in text  # the grammar's Qwen3-Coder XML call follows the closed reasoning
+    after = text.split("</think>", 1)[1].lstrip(" \t\n")
+    assert after.startswith("<tool_call>\n<function=")  # the grammar's Qwen3-Coder XML call follows at once
     tail = c.token_log.mask[-len(ids):]
     if at == 3:  # the budget closed it: leaf's tokens are prompt in the log, the model's are sampled
         assert tail[at:at + len(close)] == [0] * len(close) and tail[:at] == [1] * at
-    assert reply.tool_calls and reply.tool_calls[0].name in {"Read", "Bash"}
+    if reply.finish_reason == "stop":
+        assert reply.tool_calls and reply.tool_calls[0].name in {"Read", "Bash"}
