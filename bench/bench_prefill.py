@@ -285,7 +285,25 @@ def main() -> None:
 
 
 def tiny_qwen35() -> Path:
-    sys.exit("pass the tiny Qwen3.5 GGUF: python bench/bench_prefill.py PATH.gguf")
+    """The tests' tiny Qwen3.5 fixture, made the same way: the checkpoint (`tests/support/tiny_qwen35.py`)
+    pulled through `leaf models pull frognano-4b` from the loopback stand-in hub (~40 s)."""
+    import os
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from leaf_cli.models.converter import converter_dir
+    from leaf_cli.models.pull import pull
+    from leaf_cli.models.registry import get_manifest
+    from tests.support.fake_hub import FakeHub
+    from tests.support.tiny_qwen35 import REPO_ID, build_checkpoint
+
+    root = Path(tempfile.mkdtemp(prefix="leaf-bench-qwen35-"))
+    reference = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "qwen3_5.chat_template.jinja"
+    checkpoint = build_checkpoint(root / "FrogNano-4B-2609", converter_dir() / "models" / "ggml-vocab-qwen2.gguf",
+                                  reference.read_text(encoding="utf-8"))
+    with FakeHub() as hub:
+        hub.add_folder(REPO_ID, checkpoint)
+        os.environ.update(LEAF_HOME=str(root / "home"), HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(root / "hub"))
+        return pull(get_manifest("frognano-4b"))
 
 
 if __name__ == "__main__":

@@ -5,11 +5,12 @@ turns, what comes next (the reply's closing text, the tool results, the next gen
 difference between the template's rendering of the messages with and without the new ones: the earlier
 rendering must be an exact prefix of the later one, else `PrefixMismatch`.
 
-At a user-message boundary (a format-error message, a `leaf chat` follow-up, `--continue`) the template may
-rewrite earlier turns: Qwen3.5 drops the reasoning of assistant turns before the latest user query. There the
+At a user-message boundary (a format-error message, a `leaf chat` follow-up, `--continue`) a template may
+rewrite earlier turns: Qwen3.5 drops the reasoning of assistant turns before the latest user query. Then the
 whole conversation is rendered canonically (`Extension.rebase`): the engine re-tokenizes it and keeps its
 log only up to the first token that differs, so the model sees what the template produces, as it did in
-training behind an OpenAI-compatible server. Measured in `bench/bench_prefill.py`.
+training behind an OpenAI-compatible server. Measured in `bench/bench_prefill.py` (one re-prefill of the
+history after the first reply, from a checkpoint, on the hybrid).
 """
 
 from __future__ import annotations
@@ -50,13 +51,13 @@ def next_prompt(render: Render, messages: list[Message], covered: int, tools: li
         raise PrefixMismatch(f"token log covers {covered} messages, but message {covered - 1} is not the "
                              "assistant reply the log ends with")
     after = render(messages, tools, True, enable_thinking)
-    if any(m.role == "user" for m in messages[covered:]):
-        return Extension(after, rebase=True)
     before = render(messages[:covered], tools, False, enable_thinking)
     closing = before.rfind(end)
     if closing == -1:
         raise PrefixMismatch(f"the template does not end an assistant turn with {end!r}")
     if not after.startswith(before):
+        if any(m.role == "user" for m in messages[covered:]):
+            return Extension(after, rebase=True)
         at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
         raise PrefixMismatch(f"the chat template re-renders earlier messages differently (first difference at "
                              f"character {at}: {before[at:at + 40]!r} vs {after[at:at + 40]!r})")

@@ -79,3 +79,25 @@ def test_streamer_splits_reasoning_and_content_across_token_pieces() -> None:
     for kind, text in seen:
         joined[kind] = joined.get(kind, "") + text
     assert joined == {"reasoning": "thinking", "content": "\n\nAnswer <tool_call>x"}
+
+
+def test_rebased_log_keeps_the_common_prefix_and_the_old_log() -> None:
+    from leaf_cli.llm.messages import TokenLog
+
+    log = TokenLog()
+    log.append_prompt([1, 2, 3])
+    log.append_sampled([4, 5, 6], [-0.1, -0.2, -0.3], version=2)
+    log.append_prompt([7])
+    new = log.rebased([1, 2, 3, 4, 9, 7, 8])
+    assert new.ids == [1, 2, 3, 4, 9, 7, 8]
+    assert new.mask == [0, 0, 0, 1, 0, 0, 0] and new.logprobs[3] == -0.1 and new.versions[3] == 2
+    assert new.superseded == [log.model_copy(update={"superseded": []})]
+    assert log.rebased(log.ids + [10]).superseded == []  # nothing sampled was lost: no copy kept
+
+
+def test_forced_tokens_are_prompt_in_the_log() -> None:
+    from leaf_cli.llm.messages import TokenLog
+
+    log = TokenLog()
+    log.append_sampled([4, 5, 6, 7], [-0.5, -0.1, -0.2, -0.3], version=1, forced=frozenset({1, 2}))
+    assert log.mask == [1, 0, 0, 1] and log.logprobs == [-0.5, 0.0, 0.0, -0.3] and log.versions == [1, -1, -1, 1]
