@@ -3,6 +3,9 @@
 Tasks: toolz 1.0.0 from its PyPI sdist with injected bugs (the same recipe as tests/tasks), each graded
 with its gold patch REPEATS times. The environment is built once before timing. Run:
     python bench/bench_eval.py [--repeats 3] [--sandbox bwrap]
+With `--ray ADDRESS` (local starts a cluster of --workers CPUs) it compares instead the local thread pool
+and the Ray executor at the same concurrency: attempts per minute side by side and Ray's overhead per
+attempt, as a ratio.
 """
 
 from __future__ import annotations
@@ -62,18 +65,47 @@ def build_tasks(root: Path) -> Path:
     return path
 
 
-def timed(tasks, patches, out: Path, workers: int, sandbox) -> tuple[float, dict]:  # noqa: ANN001
+def timed(tasks, patches, out: Path, workers: int, sandbox, executor=None) -> tuple[float, dict]:  # noqa: ANN001
     from leaf_cli.tasks import EvalConfig, run_grading
 
     began = time.perf_counter()
-    summary = run_grading(tasks, patches, EvalConfig(out=out, sandbox=sandbox, model_name="gold", workers=workers))
+    summary = run_grading(tasks, patches, EvalConfig(out=out, sandbox=sandbox, model_name="gold", workers=workers,
+                                                     executor=executor))
     return time.perf_counter() - began, summary
+
+
+def ray_mode(tasks, patches, root: Path, sandbox, address: str, workers: int) -> None:  # noqa: ANN001
+    """The thread pool and the Ray executor, `workers` attempts at a time each (the cluster started outside
+    the timing); the same gold gradings, so the difference is the executor's own cost."""
+    from leaf_cli.executor import ExecutorConfig, close_executors, make_executor
+
+    executor = make_executor(ExecutorConfig(kind="ray", address=address, num_cpus=workers), "bench_eval")
+    n = sum(len(p) for p in patches.values())
+    rates, seconds = {}, {}
+    try:
+        timed(tasks, {t.instance_id: patches[t.instance_id][:1] for t in tasks[:workers]}, root / "warm", workers,
+              sandbox, executor)  # Ray's worker processes start (and import leaf) outside the timing
+        for name, ex in (("local threads", None), ("ray", executor)):
+            seconds[name], summary = timed(tasks, patches, root / name.replace(" ", "-"), workers, sandbox, ex)
+            assert summary["resolved"] == n, json.dumps(summary)
+            rates[name] = n / seconds[name] * 60
+            print(f"{name:>13}: {n} graded attempts, {workers} at a time, in {seconds[name]:.1f} s = "
+                  f"{rates[name]:.1f} per minute (sandbox {sandbox.name})")
+    finally:
+        close_executors()
+    overhead = (seconds["ray"] - seconds["local threads"]) * workers / n
+    print(f"ratio ray / local threads: {rates['ray'] / rates['local threads']:.2f}x attempts per minute; "
+          f"Ray's overhead {overhead:+.2f} s per attempt ({seconds['ray'] / seconds['local threads']:.2f}x the "
+          f"wall time)  (cpus: {os.cpu_count()})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="Gold gradings per task.")
     parser.add_argument("--sandbox", default=None, help="subprocess, bwrap (default where installed), docker.")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="Compare the thread pool with the Ray executor (local, auto, ray://...) instead.")
+    parser.add_argument("--workers", type=int, default=2, help="--ray mode: attempts at a time on both sides.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="leaf-bench-eval-") as tmp:
         root = Path(tmp)
@@ -84,6 +116,9 @@ def main() -> None:
         sandbox = make_sandbox(args.sandbox)
         get_env(tasks[0])  # build the environment outside the timed runs
         patches = {t.instance_id: [t.patch] * args.repeats for t in tasks}
+        if args.ray:
+            ray_mode(tasks, patches, root, sandbox, args.ray, args.workers)
+            return
         n = len(tasks) * args.repeats
         rows = {}
         for workers in (1, 2):

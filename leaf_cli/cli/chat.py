@@ -7,11 +7,12 @@ message and the whole chat is one run for `leaf undo`; leaving offers the same r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
@@ -65,7 +66,8 @@ def chat(
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust)
-    engine = make_engine_for(settings, yes=yes)
+    with _spinner("loading the model"):  # a 4B GGUF takes seconds to map and set up
+        engine = make_engine_for(settings, yes=yes)
     _sigterm_as_exit()
     session = ChatSession(root, top, settings, engine, yes=yes)
     session.loop()
@@ -204,13 +206,19 @@ class ChatSession:
         self.run.save()
         context = getattr(self.engine, "context_limit", 0) or 0
         view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)
+        if self.episodes == 1:  # the first prompt (system prompt, tools, message) is seconds of prefill on a CPU
+            view = _SpinUntilFirstEvent(view, self.console, "evaluating the prompt")
         self.current.view = view
         limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
 
+        from leaf_cli.cli.fix_session import hook_episode_end
+
         traj = None
+        self.sandbox.ensure_started()
         reaper = Reaper.start(watch=self.sandbox.kind == "none")
+        hook_episode_end(self.workspace, reaper, self.sandbox)
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
@@ -221,6 +229,7 @@ class ChatSession:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
             reaper.stop()
+            self.sandbox.end_episode()  # the message's background jobs end with its episode
             view.pause()
             with _sigint_held():
                 settle(self.conversation)
@@ -268,6 +277,49 @@ class ChatSession:
             review(self.console, run, run_patch(run), self.last_answer, self.first_task)
         except (KeyboardInterrupt, EOFError):
             self.console.print(f"\nKept. [dim]`leaf undo {run.run_id}` takes it back.[/dim]")
+
+
+@contextlib.contextmanager
+def _spinner(text: str) -> Iterator[None]:
+    from rich.console import Console
+
+    live = _spin(Console(stderr=True), text)
+    try:
+        yield
+    finally:
+        live.stop()
+
+
+def _spin(console: Any, text: str) -> Any:
+    """A transient spinner, drawn at once (rich's status waits for its first tick, after a fast step ends)."""
+    from rich.live import Live
+    from rich.spinner import Spinner
+    from rich.text import Text
+
+    live = Live(Spinner("dots", Text(f"{text}…", style="dim")), console=console, transient=True,
+                refresh_per_second=10)
+    live.start(refresh=True)
+    return live
+
+
+class _SpinUntilFirstEvent:
+    """A live view that shows a spinner until the engine's first event (the first token, usually)."""
+
+    def __init__(self, view: Any, console: Any, text: str) -> None:
+        self.view, self.status = view, _spin(console, text)
+
+    def __call__(self, event: Any) -> None:
+        self._stop()
+        self.view(event)
+
+    def pause(self) -> None:
+        self._stop()
+        self.view.pause()
+
+    def _stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
 
 def settle(conversation: Any) -> None:

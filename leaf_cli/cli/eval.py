@@ -24,8 +24,13 @@ OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder (predic
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Attempts run in parallel.")]
 SandboxOpt = Annotated[Optional[str], typer.Option(help="subprocess, bwrap or docker (default: bwrap if installed).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Keep finished attempts in --out and run the rest.")]
+RayOpt = Annotated[Optional[str], typer.Option(
+    "--ray", metavar="ADDRESS", help="Run attempts as Ray tasks: local (start a cluster here), auto (join the one "
+                                     "`ray start` runs), ray://HOST:PORT or HOST:PORT. Needs the scale extra. The "
+                                     "cluster's CPUs then bound how many run at once, not --workers.")]
 P2PSkipOpt = Annotated[bool, typer.Option("--p2p-skip-ok", help="Count a skipped PASS_TO_PASS test as kept "
-                                          "(SWE-bench v5's rule); by default every P2P test must pass.")]
+                                          "(SWE-bench v5's rule, which SWE-bench imports always follow); by default "
+                                          "every P2P test of leaf's own and Pro tasks must pass.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -78,6 +83,7 @@ def run(
     base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).")] = None,
     p2p_skip_ok: P2PSkipOpt = False,
     run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).")] = "",
+    ray: RayOpt = None,
 ) -> None:
     """Run the agent on every task N times, grade each attempt, write predictions, results and summary."""
     from leaf_cli.agent import Limits
@@ -99,7 +105,8 @@ def run(
     config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=model, base_dir=task_file.base_dir,
                         attempts=attempts, workers=workers, resume=resume, limits=limits,
                         sampling=chosen.sampling if chosen else None, run_id=run_id, harness=profile.name,
-                        p2p_skip_ok=p2p_skip_ok, preset=chosen.name if chosen else None)
+                        p2p_skip_ok=p2p_skip_ok, preset=chosen.name if chosen else None,
+                        executor=_executor(ray, f"leaf eval run {tasks.name}"))
     total = pending_jobs(task_file.tasks, attempts, out) if resume else len(task_file.tasks) * attempts
     summary = _with_progress(total, lambda on_result: run_eval(task_file.tasks, factory, config, on_result))
     _finish(out, summary, task_file, chosen)
@@ -117,6 +124,7 @@ def grade(
     resume: ResumeOpt = False,
     sandbox: SandboxOpt = None,
     p2p_skip_ok: P2PSkipOpt = False,
+    ray: RayOpt = None,
 ) -> None:
     """Grade patches without an agent. A task file is valid when --gold resolves all and --empty none."""
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_grading
@@ -135,7 +143,8 @@ def grade(
     sandbox_name = _sandbox_name(sandbox, None, graded)
     check_image_tasks(graded, sandbox_name or "")
     config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=name, base_dir=task_file.base_dir,
-                        workers=workers, resume=resume, p2p_skip_ok=p2p_skip_ok)
+                        workers=workers, resume=resume, p2p_skip_ok=p2p_skip_ok,
+                        executor=_executor(ray, f"leaf eval grade {name}"))
     total = sum(max(1, len(patches.get(t.instance_id, []))) for t in graded)
     summary = _with_progress(total, lambda on_result: run_grading(graded, patches, config, on_result))
     _finish(out, summary, task_file)
@@ -173,6 +182,20 @@ def compare(
             console.print(f"{len(diff[side])} task(s) only in {'A' if side == 'only_a' else 'B'}: {', '.join(diff[side][:10])}")
 
 
+def _executor(ray: str | None, job_name: str):  # noqa: ANN202 - an Executor, or None for local threads
+    """The Ray executor `--ray` names (its cluster joined or started now, before any attempt), else None."""
+    if not ray:
+        return None
+    import atexit
+
+    from leaf_cli.executor import close_executors, make_executor
+    from leaf_cli.executor.config import from_flag
+
+    executor = make_executor(from_flag(ray), job_name)
+    atexit.register(close_executors)  # a `local` cluster stops with this process
+    return executor
+
+
 def _sandbox_name(given: str | None, preset: str | None, tasks: list) -> str | None:
     """The sandbox: the user's, else the preset's, else docker when any task runs in its image, else the
     default (bwrap where installed)."""
@@ -208,7 +231,9 @@ def _read_predictions(path: Path) -> tuple[dict[str, list[str]], str]:
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
-        rows = list(data.values()) if isinstance(data, dict) else data
+        # A one-line JSONL file parses as one object: one prediction, not a dict keyed by instance id.
+        single = isinstance(data, dict) and isinstance(data.get("instance_id"), str)
+        rows = [data] if single else list(data.values()) if isinstance(data, dict) else data
     except json.JSONDecodeError:
         rows = []
         for number, line in enumerate(text.splitlines(), 1):

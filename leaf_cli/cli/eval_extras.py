@@ -56,17 +56,23 @@ def import_harbor(
     out: OutOption,
 ) -> None:
     """Terminal-Bench 2.0 / Harbor task folders -> tasks graded by the reward their tests/test.sh writes."""
-    from leaf_cli.tasks.importers import import_harbor as convert
+    from leaf_cli.tasks.importers import harbor_import
 
-    _write(convert(folder), out, "Harbor")
+    imported = harbor_import(folder)
+    for where, why in imported.refused.items():
+        typer.echo(f"refused {where}: {why}", err=True)
+    _write(imported.tasks, out, "Harbor")
 
 
 @user_errors
 def import_patcheval(
-    dataset: Annotated[Path, typer.Argument(help="PatchEval records, e.g. patcheval/datasets/patcheval_verified.json.")],
+    dataset: Annotated[Path, typer.Argument(help="PatchEval records: datasets/input.json, patcheval_verified.json, "
+                                                 "or an agent dataset such as exp_agent/sweagent/dataset.jsonl.")],
     out: OutOption,
+    card: Annotated[Optional[Path], typer.Option(
+        help="Records that name each CVE's language (input.json), for agent rows that do not.")] = None,
 ) -> None:
-    """PatchEval CVE records -> tasks graded by PatchEval's fix-run.sh inside each task's image."""
+    """PatchEval CVE records -> tasks graded as PatchEval grades them (prepare + fix-run, prepare + unit_test)."""
     from leaf_cli.tasks.importers import import_patcheval_rows, read_rows
 
-    _write(import_patcheval_rows(read_rows(dataset)), out, "PatchEval")
+    _write(import_patcheval_rows(read_rows(dataset), read_rows(card) if card else None), out, "PatchEval")

@@ -176,6 +176,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     reaper = Reaper.start(watch=sandbox.kind == "none")
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
+        hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
                            limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
@@ -204,6 +205,15 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
 
 
+def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:
+    """Kill the agent's escaped processes and the sandbox's jobs where the episode's own cleanup runs
+    (Workspace.jobs, when the tools have one), so nothing is left writing while the patch is taken. Both
+    calls are idempotent; the caller makes them again after the episode for tools without that hook."""
+    jobs = getattr(workspace, "jobs", None)
+    if jobs is not None and hasattr(jobs, "on_close"):
+        jobs.on_close.append(lambda _sessions: (reaper.stop(), sandbox.end_episode()))
+
+
 def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
     """The sandbox for the agent's commands (`--sandbox`, bwrap or Seatbelt by default); warns for none."""
     from leaf_cli.agent.sandbox import NO_SANDBOX_WARNING, open_sandbox, resolve_kind
@@ -215,9 +225,12 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
 
         print(NO_SANDBOX_WARNING.format(state=state_root()), file=sys.stderr)
         make_undumpable()  # no /proc/<leaf>/environ or fd/1 for the agent's commands (same user, not root)
+    from leaf_cli.agent.secrets import scrub_env
+
     paths = locate(top)
     git_dirs = tuple(dict.fromkeys((paths.git_dir, paths.common_dir))) if paths else ()
-    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs)
+    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs,
+                        env=scrub_env(os.environ, settings.pass_env))
 
 
 def sampling_for_model(settings: Any) -> Any:
@@ -274,4 +287,4 @@ def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
 
 
 __all__ = ["Plan", "Result", "confirm_prompt", "execute", "make_engine_for", "prepare", "sampling_for_model",
-           "open_agent_sandbox"]
+           "hook_episode_end", "open_agent_sandbox"]

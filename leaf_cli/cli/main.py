@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -17,6 +18,27 @@ app = typer.Typer(
     # Plain click help: typer's rich help formatter alone costs ~100-400 ms of imports per `leaf --help`.
     rich_markup_mode=None,
 )
+
+
+def _version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    typer.echo(f"leaf {of('leaf-agent')} (llama-cpp-python {of('llama-cpp-python')}, Python {sys.version.split()[0]})")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                                help="Print leaf's version and exit.")] = False) -> None:
+    """A local-first coding agent: `leaf fix "issue text"` inside a git repository."""
 
 
 def _register() -> None:

@@ -118,24 +118,11 @@ def add(
                      typer.Option(help="Context window to open (default: the model's, capped at 65,536).")] = None,
 ) -> None:
     """Register a local GGUF file under a name. The file is checked first and is never moved or copied."""
-    from leaf_cli.models.gguf_header import validate_gguf
-    from leaf_cli.models.manifest import Manifest, Source
-    from leaf_cli.models.registry import save_user_manifest
+    from leaf_cli.models.registry import add_model
 
-    path = path.expanduser().resolve()
-    info = validate_gguf(path)
-    context = info.context_length or 65536
-    try:
-        manifest = Manifest(name=name, description=f"{info.name or path.stem} (added from {path})",
-                            family=info.architecture, chat_format=chat_format, context_length=context,
-                            n_ctx=n_ctx or min(context, 65536), size_bytes=info.file_size,
-                            source=Source(kind="path", path=str(path)))
-    except ValueError as exc:
-        raise LeafError(f"cannot add {path}: {str(exc).splitlines()[-1].strip()} "
-                        "(names: lower-case letters, digits, . _ -)") from None
-    saved = save_user_manifest(manifest)
-    typer.echo(f"added {name}: {path} ({info.architecture or 'unknown'} architecture, "
-               f"context {context}, {_size(info.file_size)}); record {saved}")
+    manifest, saved = add_model(path, name=name, chat_format=chat_format, n_ctx=n_ctx)
+    typer.echo(f"added {name}: {manifest.source.path} ({manifest.family or 'unknown'} architecture, "
+               f"context {manifest.context_length}, {_size(manifest.size_bytes)}); record {saved}")
 
 
 @models_app.command()

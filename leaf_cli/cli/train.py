@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
@@ -16,14 +17,25 @@ train_app = typer.Typer(help="Train a policy: TaskPilot synthesis, DPPO RL, the 
 TRAIN_EXTRA = "pip install 'leaf-agent[train]' (then `pip install torch==2.13.0` on CPU-only boxes first)"
 
 
-def load_training(module: str) -> Any:
-    """Import a `leaf_train` module, or exit 2 saying how to install the training extra."""
+TRAIN_MODULES = {"leaf_train", "torch", "transformers", "accelerate", "peft", "gguf", "yaml", "matplotlib"}
+"""What the training extra brings; a stage that meets one missing says which extra to install."""
+
+
+@contextlib.contextmanager
+def training_extra() -> Iterator[None]:
+    """Turn a missing training dependency, imported when a stage reaches it, into one line and exit 2."""
     try:
-        return importlib.import_module(module)
+        yield
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in {"leaf_train", "torch", "transformers", "accelerate", "yaml", "matplotlib"}:
+        if exc.name and exc.name.split(".")[0] in TRAIN_MODULES:
             raise fail(f"the training extra is not installed ({exc.name} is missing): {TRAIN_EXTRA}") from None
         raise
+
+
+def load_training(module: str) -> Any:
+    """Import a `leaf_train` module, or exit 2 saying how to install the training extra."""
+    with training_extra():
+        return importlib.import_module(module)
 
 
 @train_app.callback()
@@ -43,7 +55,9 @@ def train(
     if config is None:
         raise fail("--config FILE is required with --iteration (try training/configs/cpu-smoke.yaml)")
     driver = load_training("leaf_train.iteration")
-    raise typer.Exit(driver.iteration_command(iteration=iteration, config=config, out=out or Path("runs/train")))
+    with training_extra():
+        code = driver.iteration_command(iteration=iteration, config=config, out=out or Path("runs/train"))
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
@@ -69,4 +83,6 @@ def _add_stage(name: str) -> None:
                        context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def stage(ctx: typer.Context) -> None:
         mod = load_training(module)
-        raise typer.Exit(mod.main(list(ctx.args)))
+        with training_extra():
+            code = mod.main(list(ctx.args))
+        raise typer.Exit(code)

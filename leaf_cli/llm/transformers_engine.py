@@ -3,8 +3,9 @@
 Made for RL on small models on a CPU. Like the llama.cpp engine it keeps the conversation's append-only
 token log: the rendered prompt, then each reply's sampled tokens exactly as sampled (end token included,
 never re-tokenized), then the rendered tail (tool results, the next generation prompt). Each sampled token
-carries its behaviour log-probability under the sampling temperature and the policy version that sampled
-it. The model's KV cache is kept per conversation, so a turn evaluates only the new tail.
+carries the policy version that sampled it and its behaviour log-probability under the distribution it was
+actually drawn from (temperature, top-k, top-p, min-p and repetition penalty applied). The model's KV
+cache is kept per conversation, so a turn evaluates only the new tail.
 
 Install the `train` extra (torch, transformers) to use it; nothing heavy is imported until it is built.
 """
@@ -155,10 +156,9 @@ class TransformersEngine:
         if cached >= len(prompt) or prompt[:cached] != seen:  # a reused id() or a non-extension: start over
             cache, cached = None, 0
         input_ids = torch.tensor([prompt], dtype=torch.long, device=self.model.device)
-        out, scale = self._generate(input_ids, torch.ones_like(input_ids), sampling, budget, cache)
+        out = self._generate(input_ids, torch.ones_like(input_ids), sampling, budget, cache)
         ids = out.sequences[0, len(prompt):].tolist()
-        logits = torch.stack(out.logits, dim=1)[0].float() / scale
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
+        logprobs = sampled_logprobs(out.scores, 0, ids)
         self._caches[key] = (out.past_key_values, (prompt + ids)[: len(prompt) + len(ids) - 1])
         while len(self._caches) > self._max_caches:
             self._caches.popitem(last=False)
@@ -205,34 +205,48 @@ class TransformersEngine:
         ids = torch.tensor([[pad] * (width - len(r["prompt"])) + r["prompt"] for r in batch], device=self.model.device)
         mask = torch.tensor([[0] * (width - len(r["prompt"])) + [1] * len(r["prompt"]) for r in batch],
                             device=self.model.device)
-        out, scale = self._generate(ids, mask, sampling, max(r["budget"] for r in batch), None)
-        logprobs = torch.log_softmax(torch.stack(out.logits, dim=1).float() / scale, dim=-1)
+        out = self._generate(ids, mask, sampling, max(r["budget"] for r in batch), None)
         rows = []
         for i, req in enumerate(batch):
             sampled = out.sequences[i, width:].tolist()[: req["budget"]]
             cut = next((k + 1 for k, t in enumerate(sampled) if t in self.stop_ids), len(sampled))
             sampled = sampled[:cut]
-            rows.append((sampled, [float(logprobs[i, k, t]) for k, t in enumerate(sampled)]))
+            rows.append((sampled, sampled_logprobs(out.scores, i, sampled)))
         return rows
 
-    def _generate(self, ids: Any, mask: Any, sampling: Sampling, budget: int, cache: Any) -> tuple[Any, float]:
+    def _generate(self, ids: Any, mask: Any, sampling: Sampling, budget: int, cache: Any) -> Any:
+        """`model.generate` with every sampling knob set explicitly, returning the processed scores.
+
+        Each knob is spelled out (top_k 0 = off, top_p 1.0, min_p 0) because transformers fills a knob
+        left unset from the model's generation_config or its own defaults (top_k 50), which would sample
+        from a truncated distribution the caller never asked for. The behaviour log-probabilities are
+        read from `scores`, the logits after every processor generate applied (temperature, top-k, top-p,
+        min-p, repetition penalty), i.e. the exact distribution each token was drawn from."""
         import torch
         from transformers import GenerationConfig
 
         greedy = sampling.temperature <= 0
         config = GenerationConfig(
-            max_new_tokens=budget, do_sample=not greedy, temperature=None if greedy else sampling.temperature,
-            top_k=sampling.top_k or None, top_p=sampling.top_p if sampling.top_p < 1.0 else None,
-            min_p=sampling.min_p or None, repetition_penalty=sampling.repeat_penalty,
+            max_new_tokens=budget, do_sample=not greedy, temperature=1.0 if greedy else sampling.temperature,
+            top_k=0 if greedy else sampling.top_k, top_p=1.0 if greedy else sampling.top_p,
+            min_p=sampling.min_p,
+            repetition_penalty=sampling.repeat_penalty,
             eos_token_id=self.stop_ids, pad_token_id=self.stop_ids[0],
-            output_logits=True, return_dict_in_generate=True,
+            output_scores=True, return_dict_in_generate=True,
         )
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         with torch.no_grad():
             reuse = {} if cache is None else {self._cache_kwarg: cache}
-            out = self.model.generate(ids, attention_mask=mask, generation_config=config, **reuse)
-        return out, 1.0 if greedy else sampling.temperature
+            return self.model.generate(ids, attention_mask=mask, generation_config=config, **reuse)
+
+
+def sampled_logprobs(scores: Any, row: int, ids: list[int]) -> list[float]:
+    """log q(ids[k]) for row `row`, q = softmax of generate's processed scores at step k: the sampler's own
+    distribution (a token a processor removed would be −inf; a sampled token never is)."""
+    import torch
+
+    return [float(torch.log_softmax(scores[k][row].float(), dim=-1)[t]) for k, t in enumerate(ids)]
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -32,6 +32,20 @@ HF_ARCHITECTURES = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM")
 """The HF architectures leaf converts and runs (FrogNano and its base); the converter knows many more."""
 
 
+CONVERT_EXTRA = ("pip install 'leaf-agent[convert]' (on a CPU-only machine `pip install torch==2.13.0` first, "
+                 "or it downloads a CUDA build of several GB)")
+_NEEDED = ("llama_cpp", "torch", "transformers", "safetensors", "numpy", "yaml")
+
+
+def check_requirements() -> None:
+    """Converting needs torch and transformers (the converter imports them): say so before any download."""
+    import importlib.util
+
+    missing = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LeafError(f"making a GGUF from safetensors needs {', '.join(missing)}: {CONVERT_EXTRA}")
+
+
 def llama_cpp_version() -> str:
     try:
         return importlib.metadata.version(PACKAGE)
@@ -48,6 +62,11 @@ def cache_root() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("leaf", appauthor=False)) / "llama.cpp-converter"
+
+
+def is_fetched(version: str | None = None) -> bool:
+    """Whether the converter for `version` (default: the installed one) is already unpacked in the cache."""
+    return (cache_root() / (version or llama_cpp_version()) / "llama.cpp" / "convert_hf_to_gguf.py").is_file()
 
 
 def converter_dir(version: str | None = None) -> Path:
@@ -79,15 +98,19 @@ def _fetch_sdist(version: str, root: Path) -> Path:
         return found[0]
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE, "--quiet",
                "--disable-pip-version-check", "-d", str(root), f"{PACKAGE}=={version}"]
+    # pip prepares the sdist's metadata in child processes of its own: a timeout ends the whole group.
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise LeafError(f"fetching the {PACKAGE} {version} sdist (llama.cpp's converter) took over "
-                        f"{FETCH_TIMEOUT_S} s; check the network to PyPI and retry") from None
+        _out, err = child.communicate(timeout=FETCH_TIMEOUT_S)
+    except BaseException:
+        _kill_group(child)
+        raise LeafError(f"fetching the {PACKAGE} {version} sdist (llama.cpp's converter) was stopped after "
+                        f"{FETCH_TIMEOUT_S} s or interrupted; check the network to PyPI and retry") from None
     found = sorted(root.glob(f"llama_cpp_python-{version}.tar.gz"))
-    if done.returncode != 0 or not found:
+    if child.returncode != 0 or not found:
         raise LeafError(f"cannot fetch llama.cpp's converter ({PACKAGE} {version} sdist from PyPI): "
-                        f"{_last_line(done.stderr) or 'pip failed'}; check the network to PyPI")
+                        f"{_last_line(err) or 'pip failed'}; check the network to PyPI")
     return found[0]
 
 
@@ -105,16 +128,20 @@ def _unpack(sdist: Path, into: Path) -> None:
         archive.extractall(into, members=members, filter="data")
 
 
-def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
-    """Convert the HF checkpoint folder `snapshot` to the GGUF `out` (written whole or not at all)."""
+def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", extra_args: tuple[str, ...] = (),
+            timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
+    """Convert the HF checkpoint folder `snapshot` to the GGUF `out` (written whole or not at all).
+
+    `extra_args` go to the converter (export passes `--no-mtp` for a checkpoint without MTP tensors)."""
     script = converter_dir() / "convert_hf_to_gguf.py"
     partial = out.with_name(out.name + ".partial")
     log = out.with_name(out.name + ".convert.log")
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(script), str(snapshot), "--outfile", str(partial), "--outtype", outtype]
+    command = [sys.executable, str(script), str(snapshot), "--outfile", str(partial), "--outtype", outtype, *extra_args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     with log.open("w") as sink:
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
         try:
             code = child.wait(timeout=timeout_s)
         except BaseException:  # a timeout or Ctrl-C: the converter's whole group goes with it
@@ -129,7 +156,7 @@ def convert(snapshot: Path, out: Path, *, outtype: str = "bf16", timeout_s: floa
     return out
 
 
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
+def _kill_group(child: subprocess.Popen) -> None:  # type: ignore[type-arg]
     import signal
 
     try:

@@ -56,6 +56,7 @@ def pull_converted(manifest: Manifest, *, quant: str | None = None, keep: bool =
     """Make `manifest`'s GGUF from its hub safetensors; return the registered file. Errors: one LeafError line."""
     say = on_stage or (lambda stage, line: None)
     quant = check_quant(quant or manifest.source.quant)
+    converter.check_requirements()
     work = work_dir(manifest.name)
     state = _resolve(manifest, work, say)
     snapshot = state.snapshot
@@ -73,6 +74,9 @@ def pull_converted(manifest: Manifest, *, quant: str | None = None, keep: bool =
         _download(state, folder, work, on_progress)
     if not bf16.is_file():
         _check_architecture(folder / "config.json", snapshot.repo)
+        if not converter.is_fetched():
+            say("convert", f"fetching llama.cpp's converter once with pip (the llama-cpp-python "
+                           f"{converter.llama_cpp_version()} sdist, ~80 MB) into {converter.cache_root()}")
         say("convert", f"converting to BF16 with llama.cpp's convert_hf_to_gguf.py "
                        f"(llama-cpp-python {converter.llama_cpp_version()})")
         converter.convert(folder, bf16)
@@ -169,7 +173,10 @@ def _register(manifest: Manifest, state: PullState, made: Path, quant: str, repo
     final_dir = gguf_dir()
     final_dir.mkdir(parents=True, exist_ok=True)
     final = final_dir / made.name
-    shutil.copy2(made, final) if made.name.endswith("-BF16.gguf") else made.replace(final)
+    if made.name.endswith("-BF16.gguf"):  # --quant bf16: the conversion itself, which --keep also keeps
+        shutil.copy2(made, final)
+    else:
+        made.replace(final)
     extra: dict[str, object] = {"repo": state.repo, "commit": state.commit, "quant": quant,
                                 "architecture": report.architecture, "hybrid": report.hybrid}
     if report.agreement is not None:

@@ -49,15 +49,17 @@ def quantize(src: Path, dst: Path, quant: str) -> Path:
 
 @contextlib.contextmanager
 def native_output_to(log: Path) -> Iterator[None]:
-    """Point file descriptors 1 and 2 at `log` while C code runs (Python's sys.stdout cannot catch it)."""
+    """Send everything printed while C code runs to `log`: file descriptors 1 and 2 (C's own writes) and
+    Python's sys.stdout/sys.stderr (llama-cpp-python's log callback prints through them)."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
-    with log.open("wb") as sink:
+    with log.open("wb") as sink, open(os.dup(sink.fileno()), "w", encoding="utf-8", errors="replace") as text:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
         try:
-            yield
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield
         finally:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)

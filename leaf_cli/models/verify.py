@@ -50,10 +50,14 @@ def next_token_logprobs(path: Path, prompts: tuple[str, ...] = PROMPTS) -> tuple
     """(token ids of each prompt, log-probabilities of the next token after each: prompts × vocab)."""
     llm, _info = _load(path)
     try:
-        ids = [llm.tokenize(p.encode(), add_bos=True, special=True) for p in prompts]
-        return ids, np.stack([_logprobs(last_logits(llm, tokens)) for tokens in ids])
+        return _prompt_logprobs(llm, prompts)
     finally:
         llm.close()
+
+
+def _prompt_logprobs(llm: Any, prompts: tuple[str, ...]) -> tuple[list[list[int]], np.ndarray]:
+    ids = [llm.tokenize(p.encode(), add_bos=True, special=True) for p in prompts]
+    return ids, np.stack([_logprobs(last_logits(llm, tokens)) for tokens in ids])
 
 
 def last_logits(llm: Any, tokens: list[int]) -> np.ndarray:
@@ -87,6 +91,7 @@ def verify_gguf(path: Path, *, architecture: str | None, hybrid: bool | None,
     try:
         report = VerifyReport(architecture=info.architecture, hybrid=bool(llama_cpp.llama_model_is_hybrid(llm.model)),
                               chat_template=bool(info.chat_template))
+        got = _prompt_logprobs(llm, PROMPTS)[1] if reference is not None else None
     finally:
         llm.close()
     if architecture and report.architecture != architecture:
@@ -97,9 +102,8 @@ def verify_gguf(path: Path, *, architecture: str | None, hybrid: bool | None,
                         f"but its manifest says {'hybrid' if hybrid else 'not hybrid'}")
     if not report.chat_template:
         raise LeafError(f"{path.name} has no chat template; the checkpoint's tokenizer files lack one")
-    if reference is not None:
+    if reference is not None and got is not None:
         _ids, ref = next_token_logprobs(reference)
-        _ids, got = next_token_logprobs(path)
         report.agreement = agreement(ref, got)
         if not math.isfinite(report.agreement.mean_kl):
             raise LeafError(f"{path.name} gives non-finite next-token probabilities: the quantization is broken")

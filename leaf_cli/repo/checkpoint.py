@@ -86,15 +86,15 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
     if paths.index.is_file():
         shutil.copy2(paths.index, meta_dir / "index")
     gitmeta.save(paths, meta_dir / "git")
-    _copy_until_whole(paths, store, refs, meta_dir / "index")
-    index_tree = _index_tree(top, store, meta_dir / "index")
+    index_tree = _copy_until_whole(paths, store, refs, meta_dir / "index")
     excludes = meta_dir / EXCLUDES
     excludes.write_bytes(worktree.user_excludes(top))
     base = index_tree or (f"{head}^{{tree}}" if head else None)
     worktree_tree = snapshot(top, store, base, excludes, strict=True)
     env = tree_env(store, top, stat_cache(store, top))
-    _refuse_gitlinks(top, env, worktree_tree)
-    extras = worktree.capture(top, env, worktree_tree)
+    entries = worktree.tree_files(top, env, worktree_tree)
+    _refuse_gitlinks(entries)
+    extras = worktree.capture(top, env, entries)
     worktree.save(extras, meta_dir)
     worktree.append_ignored(excludes, extras)  # later snapshots of this run leave them out: not the run's files
     return RepoState(head=head, branch=branch, refs=refs, index_tree=index_tree, worktree_tree=worktree_tree,
@@ -163,8 +163,9 @@ def _copy_excludes(paths: RepoPaths, store: Path) -> None:
     (store / "info" / "exclude").write_bytes(data)
 
 
-def _copy_until_whole(paths: RepoPaths, store: Path, refs: dict[str, str], index: Path) -> None:
-    """Copy the repository's objects into the store until every ref and index entry is there.
+def _copy_until_whole(paths: RepoPaths, store: Path, refs: dict[str, str], index: Path) -> str | None:
+    """Copy the repository's objects into the store until every ref and index entry is there; return the
+    index as a tree (None when it has conflicts or there is no index).
 
     A `git gc` running meanwhile can pack loose objects and delete them between our listing and our copy;
     the next round finds them in the new pack.
@@ -174,9 +175,11 @@ def _copy_until_whole(paths: RepoPaths, store: Path, refs: dict[str, str], index
         copy_objects(paths.objects, store / "objects")
         missing = b"missing" in git(paths.top, "cat-file", "--batch-check", env={"GIT_DIR": str(store)},
                                     input=wanted).stdout
-        if not missing and (not index.is_file() or _index_tree(paths.top, store, index) is not None
-                            or _index_has_conflicts(paths.top, store, index)):
-            return
+        if missing:
+            continue
+        tree = _index_tree(paths.top, store, index)
+        if tree is not None or not index.is_file() or _index_has_conflicts(paths.top, store, index):
+            return tree
     raise RecordError("leaf could not copy the repository's objects (is a `git gc` running?); try again")
 
 
@@ -194,8 +197,8 @@ def _index_has_conflicts(top: Path, store: Path, index: Path) -> bool:
     return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
-def _refuse_gitlinks(top: Path, env: dict[str, str], tree: str) -> None:
-    nested = [rel for mode, rel in worktree.tree_files(top, env, tree) if mode == _GITLINK]
+def _refuse_gitlinks(entries: list[tuple[str, str]]) -> None:
+    nested = [rel for mode, rel in entries if mode == _GITLINK]
     if nested:
         raise RecordError(f"{nested[0]} is a nested git repository or submodule, whose files leaf cannot "
                           "checkpoint; run leaf inside it, or commit or move it first")

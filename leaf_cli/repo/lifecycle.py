@@ -94,18 +94,38 @@ def end_run_anyhow(run: RunRecord, exit_reason: str) -> str:
 
 
 class signals_held:
-    """Block SIGINT and SIGTERM for the block; they are delivered (and act) as it ends."""
+    """Hold SIGINT and SIGTERM for the block: they are noted, and acted on (their handlers run) as it ends.
+
+    Handlers, not the signal mask: a process-directed signal is delivered to any thread that does not
+    block it, and Python then runs the handler in the main thread anyway.
+    """
+
+    _SIGNALS = ("SIGINT", "SIGTERM")
 
     def __enter__(self) -> None:
         import signal
+        import threading
 
-        self._old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if os.name == "posix" else None
+        self._old: dict[int, object] = {}
+        self._pending: list[int] = []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in self._SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None:
+                self._old[number] = signal.signal(number, lambda signum, _frame: self._pending.append(signum))
 
     def __exit__(self, *_exc: object) -> None:
         import signal
 
-        if self._old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+        for number, handler in self._old.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+        for number in dict.fromkeys(self._pending):
+            handler = self._old.get(number)
+            if callable(handler):
+                handler(number, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(number)
 
 
 def after_leaf_commit(run: RunRecord) -> None:

@@ -51,13 +51,15 @@ def current_umask() -> int:
     return mask
 
 
-def capture(top: Path, env: Mapping[str, str], tree: str) -> WorktreeExtras:
-    """Record modes, empty folders and ignored paths of the work tree at `top` (git env of the store)."""
+def capture(top: Path, env: Mapping[str, str], entries: list[tuple[str, str]]) -> WorktreeExtras:
+    """Record modes, empty folders and ignored paths of the work tree at `top` (git env of the store);
+    `entries` are the recorded tree's (mode, path) pairs."""
     umask = current_umask()
     modes = {}
-    for mode, rel in tree_files(top, env, tree):
+    prefix = str(top).rstrip("/") + "/"  # string paths: pathlib's parsing cost more than the lstat itself
+    for mode, rel in entries:
         try:
-            st = os.lstat(top / rel)
+            st = os.lstat(prefix + rel)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != default_perm(mode, umask):
@@ -73,7 +75,7 @@ def tree_files(top: Path, env: Mapping[str, str], tree: str) -> list[tuple[str, 
     for item in raw.split(b"\0"):
         if item:
             meta, path = item.split(b"\t", 1)
-            entries.append((meta.split(b" ")[0].decode(), os.fsdecode(path)))
+            entries.append((meta[:6].decode(), os.fsdecode(path)))
     return entries
 
 
@@ -105,8 +107,9 @@ def _ls(top: Path, env: Mapping[str, str], *args: str) -> list[str]:
 
 def apply(top: Path, env: Mapping[str, str], tree: str, extras: WorktreeExtras) -> None:
     """After the files are back: exact permission bits, the empty folders, no empty folder the run made."""
+    prefix = str(top).rstrip("/") + "/"
     for mode, rel in tree_files(top, env, tree):
-        path = top / rel
+        path = prefix + rel
         try:
             st = os.lstat(path)
         except OSError:

@@ -87,13 +87,23 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     return Workspace(root=ws.root, env=variables, bash_prefix=prefix)
 
 
+def attempt_limits(task: Task, limits: Limits | None) -> Limits:
+    """The episode's limits: the run's, or the task's agent time. A Harbor task's `[agent] timeout_sec` is
+    the attempt's limit as Harbor enforces it, so it also caps a longer time the run asked for."""
+    if limits is None:
+        return Limits(max_seconds=task.timeouts.agent_s)
+    if (task.source or {}).get("kind") == "harbor":
+        return limits.model_copy(update={"max_seconds": min(limits.max_seconds, task.timeouts.agent_s)})
+    return limits
+
+
 def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environment | None, sandbox: Sandbox, *,
                 limits: Limits | None = None, sampling: Sampling | None = None,
                 trajectory_path: Path | None = None, run_id: str | None = None,
                 harness: str | None = None) -> AttemptOutcome:
     """Run the episode under `harness` (leaf by default; r2e for the ablation) on the task's problem
     statement and take its patch. `sandbox` is an `ImageSession` for image tasks (then `env` is None)."""
-    limits = limits or Limits(max_seconds=task.timeouts.agent_s)
+    limits = attempt_limits(task, limits)
     if isinstance(sandbox, ImageSession):
         tools_ws = sandbox.workspace_for_tools()
     elif env is None:

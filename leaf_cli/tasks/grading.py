@@ -20,62 +20,25 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.env import EnvBuildError, Environment, get_env
 from leaf_cli.tasks.globs import matcher, tree_files
 from leaf_cli.tasks.patches import Applied, apply_patch
 from leaf_cli.tasks.proc import run_process
 from leaf_cli.tasks.reward import RewardResult, grade_reward, reward_spec
-from leaf_cli.tasks.sandbox import Sandbox, make_sandbox
+from leaf_cli.tasks.backends import make_sandbox
+from leaf_cli.tasks.image_grading import grade_in_image
+from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.source import single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
-from leaf_cli.tasks.testrun import GOOD, TestRun, run_tests
+from leaf_cli.tasks.testrun import TestRun, run_tests
+from leaf_cli.tasks.verdict import GradeResult
 
 if TYPE_CHECKING:
     from leaf_cli.tasks.image import ImageSession
 
 IMAGE_GRADERS = ("swebench", "swebench_pro")
 """`eval_type`s graded by the benchmark's own script inside the task's image."""
-
-
-class GradeResult(BaseModel):
-    """The verdict on one patch for one task."""
-
-    instance_id: str
-    resolved: bool
-    patch_applied: str = Field(description="An `Applied` value; `in_workspace` when a Harbor verifier graded the "
-                                           "workspace itself, `by_verifier` when PatchEval's script applied it.")
-    apply_log: str = ""
-    restored: list[str] = Field(default_factory=list, description="Protected/hidden paths put back.")
-    f2p: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS node id -> outcome.")
-    p2p: dict[str, str] = Field(default_factory=dict, description="PASS_TO_PASS node id -> outcome.")
-    exit_code: int | None = None
-    infra_failure: str | None = Field(None, description="env_build, source, test_patch, no_report, no_tests, "
-                                                        "no_reward, bad_reward, timeout, harness.")
-    error: str | None = Field(None, description="Why it is unresolved beyond test outcomes.")
-    test_seconds: float = 0.0
-    sandbox: str = ""
-    grader: str = Field("tests", description="tests, reward, swebench or swebench_pro.")
-    reward: float | None = Field(None, description="The verifier's reward (reward-graded tasks).")
-    log_path: str | None = Field(None, description="The grading log kept for image-graded tasks.")
-
-    @property
-    def f2p_passed(self) -> int:
-        return sum(o in GOOD for o in self.f2p.values())
-
-    @property
-    def p2p_passed(self) -> int:
-        return sum(o in GOOD for o in self.p2p.values())
-
-    def p2p_kept(self, skip_ok: bool = False) -> int:
-        """P2P tests that still pass (a skipped one counts only with `skip_ok`)."""
-        return sum(o in GOOD or (skip_ok and o == "skipped") for o in self.p2p.values())
-
-    def tests_pass(self, p2p_skip_ok: bool = False) -> bool:
-        """Every F2P passed and every P2P passed (or was skipped, with `p2p_skip_ok`)."""
-        return self.f2p_passed == len(self.f2p) and self.p2p_kept(p2p_skip_ok) == len(self.p2p)
 
 
 def grader_of(task: Task) -> str:
@@ -101,8 +64,6 @@ def grade(task: Task, patch: str, sandbox: Sandbox | None = None, *, base_dir: P
         return from_reward(task, patch, grade_reward(task, sandbox, workspace=workspace, patch=patch,
                                                      container=session.name if session else None))
     if kind in IMAGE_GRADERS:
-        from leaf_cli.tasks.image_grading import grade_in_image
-
         return grade_in_image(task, patch, sandbox, p2p_skip_ok=p2p_skip_ok, log_path=log_path)
     return grade_tests(task, patch, sandbox, base_dir=base_dir, env=env, p2p_skip_ok=p2p_skip_ok)
 
@@ -115,7 +76,7 @@ def from_reward(task: Task, patch: str, result: RewardResult) -> GradeResult:
     return GradeResult(instance_id=task.instance_id, resolved=result.resolved, patch_applied=how,
                        exit_code=result.exit_code, infra_failure=result.infra_failure, error=result.error,
                        test_seconds=result.test_seconds, sandbox=result.sandbox, grader="reward",
-                       reward=result.reward, apply_log=result.output_tail[-2000:])
+                       reward=result.reward, rewards=result.rewards, apply_log=result.output_tail[-2000:])
 
 
 def grade_tests(task: Task, patch: str, sandbox: Sandbox, *, base_dir: Path | None = None,

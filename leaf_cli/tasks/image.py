@@ -21,6 +21,7 @@ from pathlib import Path
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.cache import cache_key, cache_root, locked
+from leaf_cli.tasks.container_args import run_args
 from leaf_cli.tasks.docker import DockerSandbox
 from leaf_cli.tasks.proc import run_process
 from leaf_cli.tasks.source import IGNORED, git
@@ -177,7 +178,7 @@ class ContainerWorkspace(Workspace):
 
 class ImageSession(DockerSandbox):
     """A container of the task's image for one attempt: the workspace mounted at the workdir, no network
-    (unless a Harbor task allows it), commands run with `docker exec` (as the image's user, with its
+    (unless a Harbor task's agent phase has it), its cpu / memory limits, commands run with `docker exec` (as the image's user, with its
     environment). Closing it hands the files back to leaf's user and removes the container with everything
     still running in it."""
 
@@ -188,10 +189,7 @@ class ImageSession(DockerSandbox):
         self.started = False
 
     def start(self) -> "ImageSession":
-        extra = self.task.model_extra or {}
-        argv = ["run", "-d", "--name", self.container, "--entrypoint", "tail"]
-        if not (extra.get("harbor") or {}).get("allow_internet"):
-            argv += ["--network", "none"]
+        argv = ["run", "-d", "--name", self.container, "--entrypoint", "tail", *run_args(self.task, "agent")]
         if (self.task.source or {}).get("kind") == "patcheval":
             parent = str(Path(self.workdir).parent)
             if parent not in ("/", self.workdir):  # PatchEval hides its PoC and scripts from the agent

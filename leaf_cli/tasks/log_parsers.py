@@ -1,16 +1,21 @@
 """Test-log parsers of the official benchmark harnesses: the only place leaf reads test results from text.
 
-SWE-bench grades a run by parsing the log of the repository's own test command (`MAP_REPO_TO_PARSER_PY` in
-`swebench/harness/log_parsers/python.py`); the importer records which parser a task needs as
-`install_config.log_parser = "swebench:<name>"`. The formats, written here from the outputs they read:
+SWE-bench grades a run by parsing the log of the repository's own test command; a task records which
+parser it needs as `install_config.log_parser = "swebench:<name>"` (rows of swebench 5 name theirs
+`parse_log_<name>`, read through the same table). The rules are swebench 5.0.2's, down to its quirks,
+because a parser that reads a log differently decides a different score; `tests/tasks/test_swebench_parity.py`
+runs the official functions on real logs and compares the maps:
 
-- `pytest` (`pytest -rA`): short-summary lines `PASSED tests/x.py::test_a`, `FAILED tests/x.py::test_b - msg`,
-  also `tests/x.py::test_a PASSED` (verbose); `SKIPPED [3] file:line: reason` is a count, not a test.
-- `pytest_options`: the same, with a parameter that is a file path shortened to its last component.
-- `pytest_v2`: the same, after stripping colour escapes and control characters.
-- `django` (`runtests.py --verbosity 2`): `test_x (app.tests.T) ... ok|skipped ...|FAIL|ERROR`, the
-  `FAIL: name` / `ERROR: name` headers, and an `ok` alone on a line after output that split the line.
-- `sympy` (`bin/test -C --verbose`): `test_x ok|F|E` and failure banners `____ path.py:test_x ____`.
+- `pytest`: a line that starts with a status word: FAILED lines lose ` - ` (so the message's words follow
+  the id), the second word is the test. `SKIPPED [3] file:line: reason` is a count, not a test.
+- `pytest_options`: the same, a parameter that is a file path shortened to its last component.
+- `pytest_v2`: colour codes and control characters (tab included) stripped; a line starting with a status
+  keys everything after it (an id with spaces stays whole; a FAILED line is cut at its first ` - `, an
+  `XFAIL id - reason` line keeps the reason, as 5.0.2 does); a line ending with a status keys the words
+  before it (verbose output, and the `PASSED` then teardown `ERROR` pair: the later line wins).
+- `django` (`runtests.py --verbosity 2`): `name ... ok|skipped|FAIL|ERROR`, `FAIL: name` / `ERROR: name`
+  headers, an `ok` alone after output that split the line, three known split-line shapes.
+- `sympy` (`bin/test -C --verbose`): `test_x ok|F|E` lines and `____ path.py:test_x ____` banners.
 - `seaborn`, `matplotlib`: pytest summaries with their repositories' quirks.
 
 SWE-bench Pro ships a `parser.py` per instance that turns the run's stdout/stderr into
@@ -29,64 +34,61 @@ from typing import Callable
 
 from leaf_cli.tasks.proc import run_process
 
-PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
-STATUSES = (PASSED, FAILED, SKIPPED, ERROR, XFAIL)
+FAILED, PASSED, SKIPPED, ERROR, XFAIL = "FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL"
+STATUSES = (FAILED, PASSED, SKIPPED, ERROR, XFAIL)
 GOOD = {PASSED, XFAIL}
 """SWE-bench: a test passed when its status is PASSED or XFAIL."""
 
 START_MARKER = ">>>>> Start Test Output"
 END_MARKER = ">>>>> End Test Output"
-EXIT_LINE = re.compile(r"^>>>>> Test Exit Code: (-?\d+)\s*$", re.MULTILINE)
+BAD_RUN_MARKERS = (">>>>> Patch Apply Failed", ">>>>> Reset Failed", ">>>>> Tests Errored", ">>>>> Tests Timed Out")
+"""A log holding any of these has no valid results (the harness's own failure lines)."""
+EXIT_LINE = re.compile(r">>>>> Test Exit Code:\s*(-?\d+)")
 
 StatusMap = dict[str, str]
-_STATUS_FIRST = re.compile(rf"^({'|'.join(STATUSES)})\s+(.+?)\s*$")
-_TEST_FIRST = re.compile(rf"^(\S+)\s+({'|'.join(STATUSES)})(?:\s|$)")
-_COLOUR = re.compile(r"\x1b?\[\d+(?:;\d+)*m")
-_CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32) if c != 9))
+_SKIP_COUNT = re.compile(r"^\[\d+\]$")
+_COLOUR = re.compile(r"\[(\d+)m")
+_CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32)))
 
 
-def _pytest_line(line: str) -> tuple[str, str] | None:
-    """(test id, status) from one pytest result line, or None. A line's ` - message` (FAILED, ERROR, XFAIL) is cut;
-    an id may hold spaces (a parametrized value), so the id runs to the message, not to the first space."""
-    match = _STATUS_FIRST.match(line)
-    if match:
-        status, rest = match.groups()
-        if status == SKIPPED and rest.startswith("["):  # "SKIPPED [2] tests/x.py:10: reason" counts skips
-            return None
-        return _cut_message(rest), status
-    match = _TEST_FIRST.match(line)
-    if match and "::" in match.group(1):
-        return match.group(1), match.group(2)
-    return None
+def _status_first(line: str) -> bool:
+    return line.startswith(STATUSES)
 
 
-def _cut_message(rest: str) -> str:
-    """`tests/x.py::t[a - b] - AssertionError` -> `tests/x.py::t[a - b]`: a ` - ` inside brackets is kept."""
-    depth = 0
-    for index, char in enumerate(rest):
-        depth += (char == "[") - (char == "]")
-        if depth == 0 and rest.startswith(" - ", index):
-            return rest[:index]
-    return rest
+def _is_skip_count(words: list[str]) -> bool:
+    return words[0] == SKIPPED and bool(_SKIP_COUNT.match(words[1]))
+
+
+def _summary_words(line: str) -> list[str] | None:
+    """The words of a pytest summary line (`STATUS id ...`), or None when it is not one."""
+    if not _status_first(line):
+        return None
+    words = (line.replace(" - ", " ") if line.startswith(FAILED) else line).split()
+    return words if len(words) > 1 and not _is_skip_count(words) else None
 
 
 def parse_pytest(log: str) -> StatusMap:
-    """`pytest -rA` logs."""
+    """`pytest -rA` logs: the status word, then the test id."""
     found: StatusMap = {}
-    for line in log.splitlines():
-        parsed = _pytest_line(line)
-        if parsed:
-            found[parsed[0]] = parsed[1]
+    for line in log.split("\n"):
+        words = _summary_words(line)
+        if words:
+            found[words[1]] = words[0]
     return found
 
 
 def parse_pytest_options(log: str) -> StatusMap:
     """pytest logs whose parameters may be file paths: `t[/tmp/abc/data.csv]` is keyed `t[/data.csv]`."""
-    return {_short_option(name): status for name, status in parse_pytest(log).items()}
+    found: StatusMap = {}
+    for line in log.split("\n"):
+        words = _summary_words(line)
+        if words:
+            found[_short_option(words[1])] = words[0]
+    return found
 
 
 def _short_option(name: str) -> str:
-    match = re.match(r"(.*?)\[(.*)\]$", name)
+    match = re.search(r"(.*?)\[(.*)\]", name)
     if not match:
         return name
     main, option = match.groups()
@@ -97,63 +99,77 @@ def _short_option(name: str) -> str:
 
 def parse_pytest_v2(log: str) -> StatusMap:
     """pytest logs with colour codes or control characters (astropy, scikit-learn, sphinx)."""
-    return parse_pytest("\n".join(_COLOUR.sub("", line).translate(_CONTROL) for line in log.splitlines()))
+    found: StatusMap = {}
+    for raw in log.split("\n"):
+        line = _COLOUR.sub("", raw).translate(_CONTROL)
+        if _status_first(line):
+            words = (line.split(" - ", 1)[0] if line.startswith(FAILED) else line).split()
+            if len(words) >= 2 and not _is_skip_count(words):
+                found[" ".join(words[1:])] = words[0]
+        elif line.endswith(STATUSES):
+            words = line.split()
+            if len(words) >= 2:
+                found[" ".join(words[:-1])] = words[-1]
+    return found
 
 
 def parse_matplotlib(log: str) -> StatusMap:
     """pytest summaries where matplotlib's parametrized ids print enum members (`MouseButton.LEFT` is 1)."""
-    text = log.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
-    return parse_pytest(text)
+    return parse_pytest(log.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3"))
 
 
 def parse_seaborn(log: str) -> StatusMap:
-    """seaborn's summaries: `FAILED id`, `PASSED id` and verbose `id PASSED` lines (others ignored)."""
+    """seaborn's summaries: `FAILED id`, `PASSED id` and verbose `id PASSED ...` lines (others ignored)."""
     found: StatusMap = {}
-    for line in log.splitlines():
-        parts = line.split()
-        if line.startswith(FAILED) and len(parts) > 1:
-            found[_cut_message(line[len(FAILED):].strip())] = FAILED
-        elif line.startswith(PASSED) and len(parts) > 1:
-            found[line[len(PASSED):].strip()] = PASSED
-        elif len(parts) > 1 and parts[1] == PASSED:
-            found[parts[0]] = PASSED
+    for line in log.split("\n"):
+        words = line.split()
+        if len(words) < 2:
+            continue
+        if line.startswith(FAILED):
+            found[words[1]] = FAILED
+        elif f" {PASSED} " in line:
+            if words[1] == PASSED:
+                found[words[0]] = PASSED
+        elif line.startswith(PASSED):
+            found[words[1]] = PASSED
     return found
 
 
 _DJANGO_SPLIT_OK = [  # output printed between "name ..." and its "ok" on the next line
-    r"^(.*?)\s\.\.\.\sTesting against Django installed in (?s:.*?) silenced\)\.\nok$",
-    r"^(.*?)\s\.\.\.\sInternal Server Error: /(.*)/\nok$",
+    r"^(.*?)\s\.\.\.\sTesting against Django installed in ((?s:.*?)) silenced\)\.\nok$",
+    r"^(.*?)\s\.\.\.\sInternal Server Error: \/(.*)\/\nok$",
     r"^(.*?)\s\.\.\.\sSystem check identified no issues \(0 silenced\)\nok$",
 ]
+_DJANGO_OK = (" ... ok", " ... OK", " ...  OK")
 
 
 def parse_django(log: str) -> StatusMap:
-    """Django's runner at verbosity 2: `name ... ok`, `... skipped 'why'`, `... FAIL`, `... ERROR`, and the
-    `FAIL: name` / `ERROR: name` headers of the failure report."""
+    """Django's runner at verbosity 2: `name ... ok`, `... skipped 'why'`, `... FAIL`, `... ERROR`, the
+    `FAIL: name` / `ERROR: name` headers of the failure report, and `ok` after a split line."""
     found: StatusMap = {}
     last = None
-    for raw in log.splitlines():
+    for raw in log.split("\n"):
         line = raw.strip()
         if "--version is equivalent to version" in line:  # a docstring test whose output spans lines
             found["--version is equivalent to version"] = PASSED
         if " ... " in line:
             last = line.split(" ... ")[0]
-        for suffix in (" ... ok", " ... OK", " ...  OK"):
-            if line.endswith(suffix):
-                if line.startswith("Applying sites.0002_alter_domain_unique...test_no_migrations"):
-                    line = line.split("...", 1)[-1].strip()  # migration output glued to the test name
-                found[line[: -len(suffix)]] = PASSED
-                break
+        suffix = next((s for s in _DJANGO_OK if line.endswith(s)), None)
+        if suffix is not None:
+            if line.startswith("Applying sites.0002_alter_domain_unique...test_no_migrations"):
+                line = line.split("...", 1)[-1].strip()  # migration output glued to the test name
+            found[line.rsplit(suffix, 1)[0]] = PASSED
         if " ... skipped" in line:
             found[line.split(" ... skipped")[0]] = SKIPPED
         if line.endswith(" ... FAIL"):
-            found[line[: -len(" ... FAIL")]] = FAILED
+            found[line.split(" ... FAIL")[0]] = FAILED
+        if line.startswith("FAIL:") and len(line.split()) > 1:
+            found[line.split()[1].strip()] = FAILED
         if line.endswith(" ... ERROR"):
-            found[line[: -len(" ... ERROR")]] = ERROR
-        for status, header in ((FAILED, "FAIL:"), (ERROR, "ERROR:")):
-            if line.startswith(header) and len(line.split()) > 1:
-                found[line.split()[1]] = status
-        if line.startswith("ok") and last is not None:  # "ok" after output that broke the result line
+            found[line.split(" ... ERROR")[0]] = ERROR
+        if line.startswith("ERROR:") and len(line.split()) > 1:
+            found[line.split()[1].strip()] = ERROR
+        if line.lstrip().startswith("ok") and last is not None:
             found[last] = PASSED
     for pattern in _DJANGO_SPLIT_OK:
         for match in re.finditer(pattern, log, re.MULTILINE):
@@ -162,21 +178,17 @@ def parse_django(log: str) -> StatusMap:
 
 
 def parse_sympy(log: str) -> StatusMap:
-    """sympy's `bin/test --verbose`: `test_x ok|F|E` lines and `____ path.py:test_x ____` failure banners."""
+    """sympy's `bin/test --verbose`: `____ path.py:test_x ____` failure banners, then `test_x ok|F|E` lines."""
     found: StatusMap = {}
-    for path, name in re.findall(r"_+ (\S+)\.py:(\S+) _+", log):
+    for _, path, name, _ in re.findall(r"(_*) (.*)\.py:(.*) (_*)", log):
         found[f"{path}.py:{name}"] = FAILED
-    for raw in log.splitlines():
+    for raw in log.split("\n"):
         line = raw.strip()
         if not line.startswith("test_"):
             continue
-        name = line.split()[0]
-        if line.endswith(" E"):
-            found[name] = ERROR
-        elif line.endswith(" F"):
-            found[name] = FAILED
-        elif line.endswith(" ok"):
-            found[name] = PASSED
+        for ending, status in ((" E", ERROR), (" F", FAILED), (" ok", PASSED)):
+            if line.endswith(ending):
+                found[line.split()[0]] = status
     return found
 
 
@@ -184,13 +196,28 @@ SWEBENCH_PARSERS: dict[str, Callable[[str], StatusMap]] = {
     "pytest": parse_pytest, "pytest_options": parse_pytest_options, "pytest_v2": parse_pytest_v2,
     "django": parse_django, "sympy": parse_sympy, "seaborn": parse_seaborn, "matplotlib": parse_matplotlib,
 }
+PARSER_ALIASES = {
+    **{name: "pytest" for name in ("astroid", "flask", "marshmallow", "pvlib", "pyvista", "sqlfluff", "xarray")},
+    **{name: "pytest_options" for name in ("pydicom", "requests", "pylint")},
+    **{name: "pytest_v2" for name in ("astropy", "scikit", "sphinx")},
+}
+"""swebench 5's per-repository parser names that are one of the parsers above."""
+
+
+def parser_key(name: str) -> str | None:
+    """The table key for a recorded parser name (`swebench:django`, `django`, `parse_log_scikit`), or None
+    when leaf does not read that log format."""
+    key = name.split(":", 1)[1] if name.startswith("swebench:") else name
+    key = key[len("parse_log_"):] if key.startswith("parse_log_") else key
+    key = PARSER_ALIASES.get(key, key)
+    return key if key in SWEBENCH_PARSERS else None
 
 
 def get_parser(name: str) -> Callable[[str], StatusMap]:
-    """The parser a task records (`swebench:django` or `django`); an unknown name lists the valid ones."""
-    key = name.split(":", 1)[1] if name.startswith("swebench:") else name
-    if key not in SWEBENCH_PARSERS:
-        raise KeyError(f"unknown log parser {name!r}; known: {', '.join(sorted(SWEBENCH_PARSERS))}")
+    """The parser a task records; an unknown name lists the valid ones."""
+    key = parser_key(name)
+    if key is None:
+        raise KeyError(f"unknown log parser {name!r}; known: {', '.join(sorted([*SWEBENCH_PARSERS, *PARSER_ALIASES]))}")
     return SWEBENCH_PARSERS[key]
 
 
@@ -202,23 +229,23 @@ def test_section(log: str) -> str | None:
 
 
 def exit_code(log: str) -> int | None:
-    """The test command's exit code the grading script echoed after the end marker, if any."""
-    matches = EXIT_LINE.findall(log)
-    return int(matches[-1]) if matches else None
+    """The test command's exit code the grading script echoed after the end marker, if any (the first
+    such line, as the official grader reads it)."""
+    match = EXIT_LINE.search(log)
+    return int(match.group(1)) if match else None
 
 
 def lookup(found: StatusMap, test_id: str) -> str | None:
-    """The status of `test_id`: exact; else the official parser's key for an id with spaces (its first
-    word); else a summary id pytest truncated with `...`. Several matches: any non-pass wins."""
+    """The status-map key for `test_id`, as swebench 5.0.2 resolves it: the exact id; else, for an id that
+    pytest cut inside its parameters (more `[` than `]`), the first key it prefixes when all such keys agree
+    on pass or fail. None when there is none."""
     if test_id in found:
-        return found[test_id]
-    hits = [status for name, status in found.items()
-            if name.split(" ")[0] == test_id or test_id.split(" ")[0] == name
-            or (name.endswith("...") and len(name) > 3 and test_id.startswith(name[:-3]))]
-    if not hits:
-        return None
-    bad = [s for s in hits if s not in GOOD]
-    return bad[0] if bad else hits[0]
+        return test_id
+    if test_id.count("[") > test_id.count("]"):
+        keys = [k for k in found if k.startswith(test_id)]
+        if keys and len({found[k] in GOOD for k in keys}) == 1:
+            return keys[0]
+    return None
 
 
 def parse_pro_output(text: str) -> StatusMap:

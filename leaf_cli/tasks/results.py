@@ -31,6 +31,8 @@ class AttemptResult(BaseModel):
     p2p: dict[str, str] = Field(default_factory=dict)
     exit_code: int | None = None
     infra_failure: str | None = None
+    infra_retries: int = 0
+    """Times the attempt was re-run because its worker or node was lost (Ray executor)."""
     error: str | None = None
     exit_reason: str | None = None
     steps: int = 0
@@ -42,6 +44,8 @@ class AttemptResult(BaseModel):
     sandbox: str = ""
     grader: str = "tests"
     reward: float | None = None
+    rewards: dict[str, float] = Field(default_factory=dict)
+    """Every reward the verifier wrote (Harbor's keys; PatchEval's strict and poc)."""
     log_path: str | None = None
     harness: str = "leaf"
 
@@ -127,7 +131,16 @@ def summary_of(results: list[AttemptResult]) -> dict:
     summary["patch_applied"] = _tally(r.patch_applied for r in results)
     summary["turn_limit"] = turn_limit_summary(results)
     summary["paper_report"] = paper_report(results)
+    if any(r.rewards for r in results):
+        summary["reward_means"] = reward_means(results)
     return summary
+
+
+def reward_means(results: list[AttemptResult]) -> dict[str, float]:
+    """Each reward key's mean over the attempts, a missing key counting 0 (Harbor's `mean` metric); for
+    PatchEval these are its two rates: strict (PoC fixed and unit tests pass) and PoC-only."""
+    keys = sorted({k for r in results for k in r.rewards})
+    return {k: round(sum(r.rewards.get(k, 0.0) for r in results) / len(results), 6) for k in keys}
 
 
 def task_rates(path: Path) -> dict[str, float]:

@@ -5,10 +5,10 @@ that has them checks both before any attempt starts and stops with one line nami
 recording such tasks as unresolved. Their agent works in a container of the image (`image.ImageSession`);
 a Harbor task is graded in that same container before it goes, the others from the patch afterwards.
 
-Workers are threads: an attempt spends its time in subprocesses (git, pytest, the agent's Bash) and in
-the engine (llama.cpp and HTTP release the GIL), the environment cache and its locks are shared in one
-process, and engine factories (closures over a model spec) need no pickling. Results are written by the
-calling thread only, as each attempt finishes.
+Attempts run on an executor (`leaf_cli.executor`): threads in this process by default (an attempt spends
+its time in subprocesses and in engines that release the GIL), or Ray tasks (`--ray`), which run this same
+attempt function on the cluster's nodes and ship its trajectory and log back. Results are written by the
+calling thread only, as each attempt finishes; a worker lost mid-attempt is re-run by the executor.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 
 from leaf_cli.agent import Limits
@@ -32,6 +32,9 @@ from leaf_cli.tasks.image import ImageSession, check_image_tasks, is_image_task
 from leaf_cli.tasks.results import AttemptResult, Prediction, RunDir
 from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.task import Task
+
+if TYPE_CHECKING:
+    from leaf_cli.executor import Executor
 
 OnResult = Callable[[AttemptResult], None]
 
@@ -56,6 +59,8 @@ class EvalConfig:
     """Count a skipped PASS_TO_PASS test as kept (SWE-bench v5's rule); by default it fails the attempt."""
     preset: str | None = None
     """The preset the settings came from (recorded in summary.json)."""
+    executor: "Executor | None" = None
+    """Where attempts run: None = `workers` threads in this process; a Ray executor spreads them."""
 
 
 def run_eval(tasks: list[Task], engine_factory: Callable[[], Engine], config: EvalConfig,
@@ -64,11 +69,12 @@ def run_eval(tasks: list[Task], engine_factory: Callable[[], Engine], config: Ev
     check_image_tasks(tasks, config.sandbox.name)
     run_id = config.run_id or uuid.uuid4().hex[:8]
     jobs = [(task, a) for task in tasks for a in range(config.attempts)]
+    plain = replace(config, executor=None)  # what travels with a job to its worker
 
-    def work(task: Task, attempt: int) -> tuple[AttemptResult, Prediction | None]:
+    def work(task: Task, attempt: int, out: Path) -> tuple[AttemptResult, Prediction | None]:
         began = time.monotonic()
         try:
-            return _attempt(task, attempt, engine_factory, config, run_id)
+            return _attempt(task, attempt, engine_factory, replace(plain, out=out), run_id)
         except (LeafError, OSError) as exc:  # a broken source or workspace: labelled, never dropped
             verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
                                   infra_failure="harness", error=f"{type(exc).__name__}: {exc}")
@@ -83,11 +89,13 @@ def run_grading(tasks: list[Task], patches: Mapping[str, list[str]], config: Eva
     A task without a patch is graded with the empty patch (attempt 0)."""
     check_image_tasks(tasks, config.sandbox.name)
     jobs = [(task, a) for task in tasks for a in range(max(1, len(patches.get(task.instance_id, []))))]
+    plain = replace(config, executor=None)
 
-    def work(task: Task, attempt: int) -> tuple[AttemptResult, Prediction | None]:
+    def work(task: Task, attempt: int, out: Path) -> tuple[AttemptResult, Prediction | None]:
         began = time.monotonic()
         mine = patches.get(task.instance_id, [])
-        verdict = _safe_grade(task, mine[attempt] if attempt < len(mine) else "", config, attempt=attempt)
+        verdict = _safe_grade(task, mine[attempt] if attempt < len(mine) else "", replace(plain, out=out),
+                              attempt=attempt)
         result = _result(task, attempt, config, verdict, began)
         return result.model_copy(update={"grade_s": result.wall_s}), None
 
@@ -100,27 +108,49 @@ def pending_jobs(tasks: list[Task], attempts: int, out: Path) -> int:
     return sum((t.instance_id, a) not in done for t in tasks for a in range(attempts))
 
 
-def _run_jobs(jobs: list[tuple[Task, int]], work: Callable[[Task, int], tuple[AttemptResult, Prediction | None]],
+def _run_jobs(jobs: list[tuple[Task, int]], work: Callable[[Task, int, Path], tuple[AttemptResult, Prediction | None]],
               config: EvalConfig, on_result: OnResult | None) -> dict:
+    from leaf_cli.executor import Job, LocalExecutor
+    from leaf_cli.executor.placement import needs_of
+
     run_dir = RunDir(config.out)
     if run_dir.has_results() and not config.resume:
         raise LeafError(f"{config.out} already holds results; pass --resume to continue it or choose another --out")
     done = run_dir.compact() if config.resume else {}
-    todo = [(t, a) for t, a in jobs if (t.instance_id, a) not in done]
-    with ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix="leaf-eval") as pool:
-        futures: list[Future] = [pool.submit(work, t, a) for t, a in todo]
-        try:
-            for future in as_completed(futures):
-                result, prediction = future.result()
-                run_dir.append(result, prediction)
-                if on_result is not None:
-                    on_result(result)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    executor = config.executor or LocalExecutor()
+    todo = [Job(name=f"attempt {t.instance_id} #{a}", fn=work, args=(t, a), outputs=config.out, rebase=_rebase,
+                needs=needs_of(t, config.sandbox.name, executor.cfg))
+            for t, a in jobs if (t.instance_id, a) not in done]
+    with closing(executor.run(todo, config.workers)) as finished:
+        for item in finished:
+            task, attempt = item.job.args
+            if item.lost is not None:  # the retry budget ran out: labelled, never silently unresolved
+                result, prediction = _lost(task, attempt, config, item.lost), None
+            else:
+                result, prediction = item.value
+            result = result.model_copy(update={"infra_retries": item.infra_retries})
+            run_dir.append(result, prediction)
+            if on_result is not None:
+                on_result(result)
+    retries = sum(r.infra_retries for r in run_dir.load_results().values())
     return run_dir.write_summary({"model": config.model_name, "sandbox": config.sandbox.name,
-                                  "harness": config.harness, "preset": config.preset, "p2p_skip_ok": config.p2p_skip_ok})
+                                  "harness": config.harness, "preset": config.preset, "p2p_skip_ok": config.p2p_skip_ok,
+                                  "executor": executor.name, "infra_retries": retries})
+
+
+def _rebase(value: tuple[AttemptResult, Prediction | None], scratch: Path, out: Path) -> tuple[AttemptResult, Prediction | None]:
+    """A remote attempt's paths, from its node's scratch folder to the driver's output folder."""
+    from leaf_cli.executor.artifacts import rebased
+
+    result, prediction = value
+    moved = {k: rebased(getattr(result, k), scratch, out) for k in ("traj_path", "log_path")}
+    return result.model_copy(update=moved), prediction
+
+
+def _lost(task: Task, attempt: int, config: EvalConfig, why: str) -> AttemptResult:
+    verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
+                          infra_failure="worker_lost", error=why, grader=grader_of(task))
+    return _result(task, attempt, config, verdict, time.monotonic())
 
 
 def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], config: EvalConfig,
@@ -142,13 +172,13 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
                       run_id=f"{run_id}-{attempt}", harness=config.harness)
         if is_image_task(task):
             with ImageSession(task, ws.root) as session:
-                outcome = run_attempt(task, engine_factory(), ws, None, session, **kwargs)
+                outcome = run_attempt(task, _engine(engine_factory, attempt), ws, None, session, **kwargs)
                 agent_s = time.monotonic() - began
                 if grader_of(task) == "reward":  # Harbor grades the agent's own container, before it goes
                     verdict = _safe_grade(task, outcome.patch, config, attempt=attempt, workspace=ws.root,
                                           session=session)
         else:
-            outcome = run_attempt(task, engine_factory(), ws, env, config.sandbox.for_task(task), **kwargs)
+            outcome = run_attempt(task, _engine(engine_factory, attempt), ws, env, config.sandbox.for_task(task), **kwargs)
             agent_s = time.monotonic() - began
     if verdict is None:
         verdict = _safe_grade(task, outcome.patch, config, env=env, attempt=attempt)
@@ -163,6 +193,13 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
     prediction = Prediction(instance_id=task.instance_id, model_name_or_path=config.model_name,
                             model_patch=outcome.patch, run_id=run_id, attempt=attempt)
     return result, prediction
+
+
+def _engine(engine_factory: Callable[[], Engine], attempt: int) -> Engine:
+    """A fresh engine for attempt `attempt`; a factory with `for_attempt` makes one that depends on the
+    attempt number only (TaskPilot's scripted oracle: the same draws on any executor, in any order)."""
+    for_attempt = getattr(engine_factory, "for_attempt", None)
+    return for_attempt(attempt) if for_attempt is not None else engine_factory()
 
 
 def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None, *, attempt: int = 0,  # noqa: ANN001
@@ -180,7 +217,7 @@ def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None, *, attempt
 
 def _result(task: Task, attempt: int, config: EvalConfig, verdict: GradeResult, began: float) -> AttemptResult:
     data = verdict.model_dump(include={"resolved", "patch_applied", "restored", "f2p", "p2p", "exit_code",
-                                       "infra_failure", "error", "sandbox", "grader", "reward", "log_path"}, mode="json")
+                                       "infra_failure", "error", "sandbox", "grader", "reward", "rewards", "log_path"}, mode="json")
     return AttemptResult(instance_id=task.instance_id, attempt=attempt, repo=task.repo or task.instance_id,
                          model=config.model_name, harness=config.harness, wall_s=round(time.monotonic() - began, 3), **data)
 

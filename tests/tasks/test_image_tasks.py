@@ -16,7 +16,7 @@ from leaf_cli.tasks.docker import DockerSandbox
 from leaf_cli.tasks.grading import GradeResult, grade, grader_of
 from leaf_cli.tasks.image import (ContainerWorkspace, check_image_tasks, docker_problem, is_image_task,
                                   workspace_from_tree)
-from leaf_cli.tasks.image_grading import SWEBENCH_LADDER, apply_script, grade_in_image, pro_verdict, swebench_verdict
+from leaf_cli.tasks.image_grading import apply_script, grade_in_image, pro_verdict, swebench_verdict
 from leaf_cli.tasks.importers import import_harbor, import_swebench_rows
 from leaf_cli.tasks.log_parsers import END_MARKER, START_MARKER
 from leaf_cli.tasks.runner import EvalConfig, run_eval
@@ -62,14 +62,14 @@ def test_swebench_log_verdicts() -> None:
     assert not missing.resolved and missing.p2p[P2P[1]] == "missing"
 
 
-def test_strict_p2p_and_the_swebench_v5_option() -> None:
+def test_skipped_p2p_is_maintained_as_swebench_5_rules() -> None:
     task = swebench_task()
     text = log(f"PASSED {F2P}", f"PASSED {P2P[0]}", f"SKIPPED {P2P[1]}", code=0)
-    strict = verdict(task, text)
-    assert not strict.resolved and strict.p2p[P2P[1]] == "skipped"  # the rule: every P2P passed
-    assert verdict(task, text, p2p_skip_ok=True).resolved  # SWE-bench v5: a skipped P2P is maintained
+    official = verdict(task, text)
+    assert official.resolved and official.p2p[P2P[1]] == "skipped"  # SWE-bench 5: a skipped P2P is maintained
+    assert not verdict(task, text, p2p_skip_ok=False).resolved  # the strict reading, on request
     skipped_f2p = log(f"SKIPPED {F2P}", *[f"PASSED {t}" for t in P2P], code=0)
-    assert not verdict(task, skipped_f2p, p2p_skip_ok=True).resolved  # a skipped F2P always fails
+    assert not verdict(task, skipped_f2p).resolved  # a skipped F2P always fails
 
 
 def test_swebench_log_hardening() -> None:
@@ -120,13 +120,13 @@ def test_apply_ladder_runs_for_real(tmp_path: Path) -> None:
     patch = ("diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -20,3 +20,3 @@\n"
              " line 20\n-line 21\n+line twenty-one\n line 22\n")
     (tmp_path / "patch.diff").write_text(patch)
-    run = subprocess.run(["bash", "-c", apply_script(str(repo), str(tmp_path / "patch.diff"), SWEBENCH_LADDER)],
+    run = subprocess.run(["bash", "-c", apply_script(str(repo), str(tmp_path / "patch.diff"))],
                          capture_output=True, text=True)
     assert run.returncode == 0 and ">>>>> Applied Patch (git_apply)" in run.stdout
     assert "line twenty-one" in (repo / "src/a.py").read_text()
     fresh = _repo(tmp_path / "fresh", {"src/a.py": lines})
     (tmp_path / "bad.diff").write_text(patch.replace("-line 21", "-line 99"))
-    bad = subprocess.run(["bash", "-c", apply_script(str(fresh), str(tmp_path / "bad.diff"), SWEBENCH_LADDER)],
+    bad = subprocess.run(["bash", "-c", apply_script(str(fresh), str(tmp_path / "bad.diff"))],
                          capture_output=True, text=True)
     assert bad.returncode == 97 and ">>>>> Patch Apply Failed" in bad.stdout
 

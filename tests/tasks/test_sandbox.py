@@ -12,7 +12,8 @@ import pytest
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.sandbox import BwrapSandbox, SubprocessSandbox, make_sandbox
+from leaf_cli.tasks.backends import make_sandbox
+from leaf_cli.tasks.sandbox import BwrapSandbox, SubprocessSandbox
 
 NEEDS_BWRAP = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap is not installed (apt-get install -y bubblewrap)")

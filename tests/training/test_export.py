@@ -49,7 +49,8 @@ def test_export_carries_the_update_and_llama_cpp_runs_it(trained_checkpoint: Pat
 
 
 def test_unknown_quantization_is_refused(tmp_path: Path) -> None:
+    from leaf_cli.errors import LeafError
     from leaf_train.export import quantize
 
-    with pytest.raises(ValueError, match="unknown quantization"):
+    with pytest.raises(LeafError, match="unknown quantization"):
         quantize(tmp_path / "a.gguf", tmp_path / "b.gguf", "q3_weird")

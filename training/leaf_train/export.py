@@ -1,37 +1,36 @@
-"""`leaf train export`: a trained HF checkpoint back into a GGUF the CLI runs.
+"""`leaf train export`: a trained HF checkpoint into a GGUF the CLI runs, verified against the checkpoint.
 
-The policy starts from a GGUF (FrogNano's, or a test model's), so export writes *back* into that file's
-layout: its metadata and tokenizer are copied verbatim, every tensor the checkpoint holds replaces the
-base tensor (undoing the transforms transformers applied when it loaded the GGUF), and llama.cpp's own
-quantizer makes the final type. Then the export is verified: next-token distributions of the GGUF in
-llama.cpp against the checkpoint in transformers, on a few prompts, as a KL divergence.
+Two routes, one quantizer (llama.cpp's, as `leaf models pull` uses):
+- **Qwen3.5** (FrogNano's architecture; transformers cannot read `qwen35` GGUFs, so its policy is trained from
+  the safetensors checkpoint): llama.cpp's own converter, exactly as `leaf models pull` runs it, then the
+  quantizer, then the checks pull makes (loads as `qwen35`, hybrid, chat template).
+- **A policy that started from a GGUF** (SmolLM2 and other test models): written *back* into that file's
+  layout — metadata and tokenizer copied verbatim, every tensor the checkpoint holds replacing the base
+  tensor (undoing the transforms transformers applied when it loaded the GGUF).
+Either way the export is then verified: next-token distributions of the GGUF in llama.cpp against the
+checkpoint in transformers, on a few prompts, as a KL divergence (unquantized and quantized).
 
-Simplification: the architectures supported are those whose GGUF↔HF tensor transform we undo here
+Simplification: the write-back architectures are those whose GGUF↔HF tensor transform we undo here
 (`_TO_GGUF`), checked numerically against transformers' own loader on every export.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
-import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 from pydantic import BaseModel
 
-QUANT_TYPES = {"f16": 1, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_k_m": 17, "q4_k_m": 15, "q6_k": 18}
-"""llama.cpp `llama_ftype` values for the quantizations leaf exports."""
+from leaf_cli.models.quantize import QUANT_TYPES, check_quant, quant_label
+from leaf_cli.models.quantize import quantize as llama_quantize
+from leaf_cli.models.verify import PROMPTS as DEFAULT_PROMPTS
 
-DEFAULT_PROMPTS = (
-    "def add(a, b):\n    return",
-    "The capital of France is",
-    "<|im_start|>user\nRead calc.py<|im_end|>\n<|im_start|>assistant\n",
-)
+__all__ = ["QUANT_TYPES", "ExportReport", "export", "next_token_kl", "quantize", "write_back"]
 
 
 class ExportReport(BaseModel):
@@ -39,10 +38,15 @@ class ExportReport(BaseModel):
 
     gguf: str
     quant: str
-    tensors_replaced: int
-    tensors_copied: int
+    method: str = "write-back"  # or "convert" (llama.cpp's converter, Qwen3.5)
+    architecture: str = ""
+    hybrid: bool = False
+    tensors_replaced: int = 0
+    tensors_copied: int = 0
     kl_unquantized: float
     kl_quantized: float
+    top1_agree: int = 0
+    prompts: int = 0
     registered_as: str | None = None
 
 
@@ -137,87 +141,115 @@ def _check_inverse(processor: Any, gguf_name: str, gguf_weight: np.ndarray, hf_w
 
 
 def quantize(src: Path, dst: Path, quant: str) -> None:
-    """Quantize with llama.cpp's own quantizer (K-quants included), through llama-cpp-python.
-
-    The quantizer prints a line per tensor from C; that goes to `dst` + `.log`, not the user's terminal.
-    """
-    import llama_cpp
-
-    if quant not in QUANT_TYPES:
-        raise ValueError(f"unknown quantization {quant!r}; choose from {', '.join(QUANT_TYPES)}")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = QUANT_TYPES[quant]
-    with _native_output_to(dst.with_name(dst.name + ".log")):
-        status = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params)
-    if status != 0 or not dst.is_file():
-        raise RuntimeError(f"llama.cpp could not quantize {src} to {quant} (status {status})")
-
-
-@contextlib.contextmanager
-def _native_output_to(log: Path) -> Iterator[None]:
-    """Point file descriptors 1 and 2 at `log` while C code runs (Python's sys.stdout cannot catch it)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with log.open("wb") as sink:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+    """Quantize with llama.cpp's own quantizer (leaf_cli.models.quantize, shared with `leaf models pull`)."""
+    llama_quantize(src, dst, quant)
 
 
 def next_token_kl(checkpoint: Path, gguf_path: Path, prompts: tuple[str, ...] = DEFAULT_PROMPTS) -> float:
     """Mean KL(checkpoint ‖ GGUF) of the next-token distribution after each prompt, same token ids for both."""
-    import llama_cpp
+    return kl_against_checkpoint(checkpoint, gguf_path, prompts)[0]
+
+
+def kl_against_checkpoint(checkpoint: Path, gguf_path: Path,
+                          prompts: tuple[str, ...] = DEFAULT_PROMPTS) -> tuple[float, int]:
+    """(mean KL(checkpoint ‖ GGUF), prompts whose greedy next token agrees), on the GGUF's token ids."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from leaf_cli.llm.llama_runtime import load_llama
+    from leaf_cli.models.verify import next_token_logprobs
 
+    ids, gguf_logprobs = next_token_logprobs(gguf_path, prompts)  # llama.cpp, with leaf's AMX workaround
     model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-    llm, _info = load_llama(gguf_path, n_ctx=512)  # with leaf's AMX workaround, as the CLI runs it
-    kls = []
-    for prompt in prompts:
-        ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
-        llm.reset()
-        llm.eval(ids)
-        # Without logits_all, Llama.scores is not filled: read the last row from the context itself.
-        last = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),))
-        gguf_logits = torch.tensor(last.astype(np.float32))
+    kls, agree = [], 0
+    for tokens, q_log in zip(ids, gguf_logprobs):
         with torch.no_grad():
-            hf_logits = model(torch.tensor([ids])).logits[0, -1].float()
-        p_log = torch.log_softmax(hf_logits, -1)
-        q_log = torch.log_softmax(gguf_logits[: p_log.shape[0]], -1)
-        kls.append(float((p_log.exp() * (p_log - q_log)).sum()))
-    return sum(kls) / len(kls)
+            hf_logits = model(torch.tensor([tokens])).logits[0, -1].double()
+        p_log = torch.log_softmax(hf_logits, -1).numpy()
+        q = q_log[: p_log.shape[0]]
+        kls.append(float((np.exp(p_log) * (p_log - q)).sum()))
+        agree += int(p_log.argmax() == q.argmax())
+    return sum(kls) / len(kls), agree
 
 
-def export(checkpoint: Path, base_gguf: Path, out_dir: Path, quant: str = "q4_k_m",
+def is_converter_checkpoint(checkpoint: Path) -> bool:
+    """A checkpoint of an architecture llama.cpp's converter makes leaf's GGUF from (Qwen3.5)."""
+    from leaf_cli.models.converter import HF_ARCHITECTURES
+    from leaf_cli.models.snapshot import read_architectures
+
+    config = checkpoint / "config.json"
+    return config.is_file() and any(a in HF_ARCHITECTURES for a in read_architectures(config))
+
+
+def _has_mtp(checkpoint: Path) -> bool:
+    """Whether the checkpoint still carries Qwen3.5's multi-token-prediction tensors (a trained
+    Qwen3_5ForCausalLM saved by transformers drops them)."""
+    names: list[str] = []
+    for shard in checkpoint.glob("*.safetensors"):
+        with shard.open("rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            names.extend(json.loads(f.read(size)))
+    return any(n.startswith(("mtp.", "model.mtp.")) for n in names)
+
+
+def convert_export(checkpoint: Path, out_dir: Path, quant: str, stem: str) -> ExportReport:
+    """Qwen3.5: checkpoint → llama.cpp's converter (BF16) → quantizer → pull's checks → KL against the checkpoint."""
+    from leaf_cli.models.converter import check_requirements, convert
+    from leaf_cli.models.verify import verify_gguf
+
+    check_requirements()
+    bf16 = out_dir / f"{stem}-BF16.gguf"
+    final = bf16 if quant == "bf16" else out_dir / f"{stem}-{quant_label(quant)}.gguf"
+    for stale in (bf16, final):  # an export always reflects the checkpoint as it is now
+        stale.unlink(missing_ok=True)
+    convert(checkpoint, bf16, extra_args=() if _has_mtp(checkpoint) else ("--no-mtp",))
+    if final != bf16:
+        llama_quantize(bf16, final, quant)
+    checked = verify_gguf(final, architecture="qwen35", hybrid=True)
+    kl_bf16, _agree = kl_against_checkpoint(checkpoint, bf16)
+    kl_final, agree = (kl_bf16, _agree) if final == bf16 else kl_against_checkpoint(checkpoint, final)
+    return ExportReport(gguf=str(final), quant=quant, method="convert", architecture=checked.architecture,
+                        hybrid=checked.hybrid, kl_unquantized=kl_bf16, kl_quantized=kl_final, top1_agree=agree,
+                        prompts=len(DEFAULT_PROMPTS))
+
+
+def export(checkpoint: Path, base_gguf: Path | None, out_dir: Path, quant: str = "q4_k_m",
            name: str | None = None) -> ExportReport:
-    """Checkpoint → F16 write-back → quantized GGUF, verified against the checkpoint; optionally registered."""
+    """Checkpoint → GGUF (converted for Qwen3.5, else written back into `base_gguf`) → quantized, verified
+    against the checkpoint; optionally registered under `name`."""
+    quant = check_quant(quant)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = name or checkpoint.name
+    if is_converter_checkpoint(checkpoint):
+        report = convert_export(checkpoint, out_dir, quant, stem)
+    else:
+        if base_gguf is None or not base_gguf.is_file():
+            from leaf_cli.errors import LeafError
+
+            raise LeafError(f"{checkpoint} is not a Qwen3.5 checkpoint, so it is written back into the GGUF it was "
+                            "trained from: pass --base-gguf (no leaf_source.json names one)")
+        report = _write_back_export(checkpoint, base_gguf, out_dir, quant, stem)
+    if name is not None:
+        from leaf_cli.models.registry import add_model
+
+        add_model(Path(report.gguf), name=name)
+        report.registered_as = name
+    (out_dir / f"{stem}-export.json").write_text(report.model_dump_json(indent=2))
+    return report
+
+
+def _write_back_export(checkpoint: Path, base_gguf: Path, out_dir: Path, quant: str, stem: str) -> ExportReport:
     f16 = out_dir / f"{stem}-f16.gguf"
     final = out_dir / f"{stem}-{quant}.gguf"
     replaced, copied = write_back(checkpoint, base_gguf, f16)
     if quant == "f16":
         final = f16
     else:
+        final.unlink(missing_ok=True)
         quantize(f16, final, quant)
-    report = ExportReport(gguf=str(final), quant=quant, tensors_replaced=replaced, tensors_copied=copied,
-                          kl_unquantized=next_token_kl(checkpoint, f16), kl_quantized=next_token_kl(checkpoint, final))
-    if name is not None:
-        from leaf_cli.models.registry import add_model
-
-        add_model(final, name=name)
-        report.registered_as = name
-    (out_dir / f"{stem}-export.json").write_text(report.model_dump_json(indent=2))
-    return report
+    kl_f16, _ = kl_against_checkpoint(checkpoint, f16)
+    kl_final, agree = kl_against_checkpoint(checkpoint, final)
+    return ExportReport(gguf=str(final), quant=quant, tensors_replaced=replaced, tensors_copied=copied,
+                        kl_unquantized=kl_f16, kl_quantized=kl_final, top1_agree=agree, prompts=len(DEFAULT_PROMPTS))
 
 
 def base_gguf_of(checkpoint: Path) -> Path | None:
@@ -233,14 +265,24 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="leaf train export", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path, help="HF checkpoint folder (save_pretrained output)")
     parser.add_argument("--quant", default="q4_k_m", choices=sorted(QUANT_TYPES))
-    parser.add_argument("--base-gguf", type=Path, help="the GGUF the policy was trained from (default: leaf_source.json)")
+    parser.add_argument("--base-gguf", type=Path, help="for a policy trained from a GGUF: that GGUF "
+                                                       "(default: leaf_source.json); Qwen3.5 needs none")
     parser.add_argument("--out", type=Path, help="output folder (default: CHECKPOINT/gguf)")
     parser.add_argument("--name", help="register the result under this model name (`leaf models add`)")
     args = parser.parse_args(argv)
-    base = args.base_gguf or base_gguf_of(args.checkpoint)
-    if base is None or not base.is_file():
-        parser.error("no base GGUF: pass --base-gguf (the checkpoint has no leaf_source.json naming one)")
-    report = export(args.checkpoint, base, args.out or args.checkpoint / "gguf", args.quant, args.name)
+    from leaf_cli.errors import LeafError
+
+    if not (args.checkpoint / "config.json").is_file():
+        parser.error(f"{args.checkpoint} is not a checkpoint folder (no config.json)")
+    try:
+        report = export(args.checkpoint, args.base_gguf or base_gguf_of(args.checkpoint),
+                        args.out or args.checkpoint / "gguf", args.quant, args.name)
+    except LeafError as exc:
+        print(f"leaf: error: {exc}", file=sys.stderr)
+        return 2
     print(report.model_dump_json(indent=2))
+    print(f"{report.gguf}: {report.architecture or 'exported'}; next-token KL against the checkpoint "
+          f"{report.kl_unquantized:.5f} unquantized, {report.kl_quantized:.5f} {report.quant} "
+          f"(greedy agreement {report.top1_agree}/{report.prompts})", file=sys.stderr)
     ok = math.isfinite(report.kl_quantized)
     return 0 if ok else 1

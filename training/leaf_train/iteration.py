@@ -23,10 +23,10 @@ from typing import Callable
 from pydantic import ValidationError
 
 from leaf_cli.errors import LeafError
-from leaf_train.driver.config import IterationConfig, load_iteration_config, rl_settings
+from leaf_train.driver.config import IterationConfig, rl_settings
 from leaf_train.driver.policy import StartPolicy, iteration_dir, start_policy
 from leaf_train.driver.state import StateFile
-from leaf_train.rl.config import RLConfig, RolloutConfig
+from leaf_train.rl.config import RLConfig, RolloutConfig, load_iteration_config
 
 
 def iteration_command(iteration: int, config: Path, out: Path) -> int:
@@ -74,10 +74,10 @@ def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
         cfg, rl_config(cfg).model, out.resolve(), iteration).model_dump()))
     rl = rl_config(cfg, policy)
     (folder / "rl-config.json").write_text(rl.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    stage("synth", lambda: _synth(cfg, policy, folder, rl.rollout))
+    stage("synth", lambda: _synth(cfg, policy, folder, rl.rollout, iteration, out.resolve()))
     stage("baseline", lambda: _baseline(cfg, rl, policy, folder, state))
     stage("rl", lambda: _train(cfg, rl, policy, folder, state, out.resolve(), iteration))
-    stage("select", lambda: _select(policy, folder, state, iteration))
+    stage("select", lambda: _select(cfg, policy, folder, state, iteration))
     stage("export", lambda: _export(cfg, folder, state))
     from leaf_train.driver.report import write_report
 
@@ -86,10 +86,11 @@ def run_iteration(iteration: int, cfg: IterationConfig, out: Path) -> Path:
     return folder
 
 
-def _synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, rollout: RolloutConfig) -> dict:
+def _synth(cfg: IterationConfig, policy: StartPolicy, folder: Path, rollout: RolloutConfig, iteration: int,
+           out: Path) -> dict:
     from leaf_train.driver.synth import run_synth
 
-    return run_synth(cfg, policy, folder, rollout)
+    return run_synth(cfg, policy, folder, rollout, iteration, out)
 
 
 def _baseline(cfg: IterationConfig, rl: RLConfig, policy: StartPolicy, folder: Path, state: StateFile) -> dict:
@@ -118,11 +119,11 @@ def _train(cfg: IterationConfig, rl: RLConfig, policy: StartPolicy, folder: Path
                                  load_split(folder, "validation"), folder, state, after, cfg.launch)
 
 
-def _select(policy: StartPolicy, folder: Path, state: StateFile, iteration: int) -> dict:
+def _select(cfg: IterationConfig, policy: StartPolicy, folder: Path, state: StateFile, iteration: int) -> dict:
     from leaf_train.driver.select import best_evaluation, materialize
     from leaf_train.driver.train import checkpoint_dir
 
-    best = best_evaluation(state.state.evaluations)
+    best = best_evaluation(state.state.evaluations, cfg.validation.min_delta, cfg.validation.z)
     dest = materialize(checkpoint_dir(folder / "rl", best.step) / "model", policy, folder / f"leaf-iter{iteration}",
                        {"iteration": iteration, "step": best.step, "solve_rate": best.solve_rate})
     return {"best": str(dest), "step": best.step, "solve_rate": best.solve_rate}

@@ -2,7 +2,10 @@
 
 SWE-bench rows get the official per-instance image (`swebench/sweb.eval.x86_64.<id>:latest`, `__` written
 `_1776_`, lower-cased), the repository's test command and log parser from the harness table
-(`swebench_specs`) and a grading script. Pro rows keep their extra columns and get the dataset's own image
+(`swebench_specs`) and a grading script. Rows of swebench 5's re-releases carry their own `image`,
+`eval_script`, `log_parser` and `eval_type` (pass_and_fail | fail_only): those win over the table, as the
+official harness uses them (the row's `eval_type` is kept as `swebench_eval_type`; leaf's `eval_type`
+names the grader). Pro rows keep their extra columns and get the dataset's own image
 (`jefzda/sweap-images:<dockerhub_tag>`, repository at /app); Pro grades with its per-instance
 `run_script.sh` and `parser.py`, embedded when `pro_scripts` points at the `run_scripts/` folder of
 scaleapi/SWE-bench_Pro-os.
@@ -15,7 +18,8 @@ from typing import Any
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.importers.rows import string_list
-from leaf_cli.tasks.importers.swebench_specs import directives, eval_script, repo_spec
+from leaf_cli.tasks.importers.swebench_specs import directives, eval_script, own_eval_script, repo_spec
+from leaf_cli.tasks.log_parsers import parser_key
 from leaf_cli.tasks.task import Task
 
 SWEBENCH_IMAGE = "swebench/sweb.eval.x86_64.{key}:latest"
@@ -66,13 +70,22 @@ def _swebench_task(row: dict[str, Any], dataset: str) -> Task:
     data = _common(row, "FAIL_TO_PASS", "PASS_TO_PASS")
     spec = repo_spec(row["repo"], data["version"])
     data.update(
-        image_name=swebench_image(row["instance_id"]), workdir="/testbed", eval_type="swebench",
+        image_name=str(row.get("image") or swebench_image(row["instance_id"])), workdir="/testbed",
+        eval_type="swebench", swebench_eval_type=str(row.get("eval_type") or "pass_and_fail"),
         test_files=directives(row["repo"], data["test_patch"]),
         source={"kind": "swebench", "dataset": dataset, "upstream_id": row["instance_id"], "repo": row["repo"]},
         protected_paths=[],  # the official harness resets the test files itself
     )
-    if spec is not None:
-        data["install_config"] = {"test_cmd": spec.test_cmd, "log_parser": f"swebench:{spec.log_parser}"}
+    if data["swebench_eval_type"] not in ("pass_and_fail", "fail_only"):
+        raise LeafError(f"eval_type {data['swebench_eval_type']!r} is not pass_and_fail or fail_only")
+    parser = row.get("log_parser") or (f"swebench:{spec.log_parser}" if spec else None)
+    if parser is not None:
+        if parser_key(str(parser)) is None:
+            raise LeafError(f"log_parser {parser!r} is not a log format leaf reads (the Python repositories' are)")
+        data["install_config"] = {"test_cmd": spec.test_cmd if spec else "", "log_parser": str(parser)}
+    if row.get("eval_script"):
+        data["eval_script"] = own_eval_script(str(row["eval_script"]))
+    elif spec is not None:
         data["eval_script"] = eval_script(row["repo"], row["base_commit"], data["test_patch"], spec)
     return Task.model_validate(data)
 

@@ -92,9 +92,11 @@ def test_verifier_that_writes_no_reward_is_an_infra_failure(tmp_path: Path) -> N
 
 def test_reward_files_and_path_rewriting(tmp_path: Path) -> None:
     (tmp_path / "reward.json").write_text('{"accuracy": 0.5}')
-    assert read_reward(tmp_path) == 0.5
-    (tmp_path / "reward.json").write_text('{"a": 1, "b": 0}')
-    with pytest.raises(ValueError, match="no single reward"):
+    assert read_reward(tmp_path) == {"accuracy": 0.5}
+    (tmp_path / "reward.json").write_text('{"a": 1, "b": false}')  # every key kept, booleans as 0/1 (Harbor)
+    assert read_reward(tmp_path) == {"a": 1.0, "b": 0.0}
+    (tmp_path / "reward.json").write_text('{"a": "high"}')
+    with pytest.raises(ValueError, match="not a finite number"):
         read_reward(tmp_path)
     (tmp_path / "reward.json").unlink()
     assert read_reward(tmp_path) is None
@@ -122,12 +124,13 @@ def test_patcheval_records_become_script_graded_tasks(tmp_path: Path) -> None:
     spec = reward_spec(task)
     assert task.instance_id == "CVE-2021-23376" and task.base_commit == "b7395da"
     assert task.model_extra["image_name"] == "ghcr.io/patcheval-cve/patcheval-cve:cve-2021-23376"
-    assert spec.kind == "patcheval" and spec.success == "exit_code"
-    assert spec.command == "cd /workspace && bash fix-run.sh" and spec.patch_path == "/workspace/fix.patch"
+    assert spec.kind == "patcheval" and spec.success == "patcheval" and spec.patch_path == "/workspace/fix.patch"
+    assert "bash fix-run.sh" in spec.command and "bash unit_test.sh" in spec.command
+    assert spec.workdir == "/workspace/ffmpegdotjs"  # the repository's folder under /workspace
     assert "Command injection in trimvideo." in task.problem_statement and "CWE-78: OS Command Injection" in task.problem_statement
     assert "execFile" not in task.problem_statement and "dae8687" not in task.problem_statement
-    with pytest.raises(LeafError, match="no image_url"):
-        import_patcheval_rows([{**patcheval_record(), "image_url": None}])
+    derived = import_patcheval_rows([{**patcheval_record(), "image_url": None}])[0]  # as PatchEval's evaluator names it
+    assert derived.model_extra["image_name"] == "ghcr.io/anonymous2578-data/cve-2021-23376:latest"
 
 
 def test_patcheval_on_a_host_sandbox_says_it_needs_docker(tmp_path: Path) -> None:

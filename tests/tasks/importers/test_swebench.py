@@ -65,10 +65,11 @@ def test_verified_jsonl_row_becomes_a_task(tmp_path: Path) -> None:
     assert task.install_config.log_parser == "swebench:django"
     assert extra["test_files"] == ["admin_views.tests", "admin_views.test_new"]
     script = extra["eval_script"]
-    # django 3.0 generates its locale before the run; test files are reset, the new one removed, twice.
-    assert "locale-gen" in script
+    # django 3.0 generates its locale before the run and re-installs; the modified test files are reset
+    # twice; the file the test patch creates is left in place, as the official script leaves it.
+    assert "locale-gen" in script and "\npython -m pip install -e .\n" in script
     assert script.count("git checkout d26b2424437dabeeca94d7900b37d2df4410da0c tests/admin_views/tests.py") == 2
-    assert script.count("rm -f tests/admin_views/test_new.py") == 2
+    assert "test_new.py" not in script.split("EOF_114329324912")[0] and "rm -f" not in script
     start, end = script.index(START_MARKER), script.index(END_MARKER)
     assert start < script.index("runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests admin_views.test_new") < end
     assert script.index(EXIT_MARKER) > end
@@ -176,3 +177,19 @@ def test_json_list_and_folder_of_files(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text("{not json}\n")
     with pytest.raises(LeafError, match=r"bad.jsonl:1: not a JSON line"):
         read_rows(tmp_path / "bad.jsonl")
+
+
+def test_rows_carrying_their_own_image_script_and_parser_use_them() -> None:
+    """swebench 5's re-released rows name their image, eval script, parser and eval type: those win."""
+    row = verified_row(image="swebench/sweb.eval.x86_64.custom:v2", log_parser="parse_log_pytest_v2",
+                       eval_type="fail_only", eval_script="#!/bin/bash\nset -uxo pipefail\ncd /testbed\n"
+                       f": '{START_MARKER}'\nmake check\n: '{END_MARKER}'\n")
+    [task] = import_swebench_rows([row])
+    extra = task.model_extra
+    assert extra["image_name"] == "swebench/sweb.eval.x86_64.custom:v2" and extra["swebench_eval_type"] == "fail_only"
+    assert task.install_config.log_parser == "parse_log_pytest_v2" and extra["eval_type"] == "swebench"
+    assert extra["eval_script"] == ("#!/bin/bash\nset -uxo pipefail\ncd /testbed\n: '>>>>> Start Test Output'\n"
+                                    "make check\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\n"
+                                    'echo ">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE"\n')
+    with pytest.raises(LeafError, match="log_parser 'parse_log_jest'"):
+        import_swebench_rows([verified_row(log_parser="parse_log_jest")])

@@ -132,6 +132,13 @@ def test_importance_weight_is_truncated_and_constant() -> None:
     assert stats["truncated"].item() == 1.0
 
 
+def _loop_stale_fell(pi: float, mu: float, stale: float, divergence: str, threshold: float) -> bool:
+    """The paper's rule by loop: did the token's probability fall past the threshold?"""
+    kl = mu * math.log(mu / pi) + (1 - mu) * math.log((1 - mu) / (1 - pi))
+    return {"tv": pi - mu < -threshold, "kl": pi < mu and kl > threshold,
+            "ratio": math.log(pi / mu) < -threshold, "staleness": stale > threshold}[divergence]
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("divergence", ["tv", "kl", "ratio", "staleness"])
 def test_stale_mask_matches_loop(seed: int, divergence: str) -> None:
@@ -141,15 +148,34 @@ def test_stale_mask_matches_loop(seed: int, divergence: str) -> None:
     for b in range(logp.shape[0]):
         for t in range(logp.shape[1]):
             pi, mu = math.exp(logp[b, t]), math.exp(behaviour[b, t])
-            d = {"tv": abs(pi - mu), "kl": mu * math.log(mu / pi) + (1 - mu) * math.log((1 - mu) / (1 - pi)),
-                 "ratio": abs(float(logp[b, t] - behaviour[b, t])), "staleness": float(staleness[b, t])}[divergence]
-            expect_drop = staleness[b, t] >= 1 and adv[b, t] <= 0 and d > 0.3
+            fell = _loop_stale_fell(pi, mu, float(staleness[b, t]), divergence, 0.3)
+            expect_drop = staleness[b, t] >= 1 and adv[b, t] <= 0 and fell
             assert bool(keep[b, t]) == (not expect_drop)
 
 
-def test_stale_mask_keeps_positive_advantage_and_composes() -> None:
-    logp = torch.log(torch.tensor([[0.9, 0.9, 0.9]]))
-    behaviour = torch.log(torch.tensor([[0.1, 0.1, 0.1]]))
+def test_stale_mask_keeps_a_negative_token_whose_probability_rose() -> None:
+    """The issue's case: A = −1, μ = 0.3 → π = 0.6 on a stale token keeps its gradient (it pushes π back
+    down); μ = 0.6 → π = 0.3 (fell past δ) is dropped; A > 0 is always kept; fresh tokens are never touched."""
+    pi = torch.tensor([[0.6, 0.3, 0.05, 0.3]])
+    mu = torch.tensor([[0.3, 0.6, 0.9, 0.6]])
+    adv = torch.tensor([[-1.0, -1.0, 1.0, -1.0]])
+    staleness = torch.tensor([[1, 1, 1, 0]])
+    for divergence in ("tv", "kl", "ratio"):
+        keep = losses.stale_keep(pi.log(), mu.log(), adv, staleness, divergence=divergence, threshold=0.1)
+        assert keep.tolist() == [[True, False, True, True]], divergence
+    # The gradient on the risen token is the one that lowers it: d loss / d log π = −A·ρ = +2 > 0.
+    logp = pi.log().requires_grad_(True)
+    keep = losses.stale_keep(logp, mu.log(), adv, staleness, threshold=0.2)
+    loss, stats = losses.dppo_loss(logp, mu.log(), adv, torch.ones(1, 4), delta_low=1.0, delta_high=1.0, keep=keep)
+    loss.backward()
+    assert logp.grad[0, 0].item() == pytest.approx(2.0 / 4)
+    assert logp.grad[0, 1].item() == 0.0
+    assert stats["stale_dropped"].item() == pytest.approx(0.25)
+
+
+def test_stale_mask_composes_with_the_trust_region() -> None:
+    logp = torch.log(torch.tensor([[0.9, 0.1, 0.1]]))
+    behaviour = torch.log(torch.tensor([[0.1, 0.9, 0.9]]))
     adv = torch.tensor([[1.0, -1.0, -1.0]])
     staleness = torch.tensor([[5, 5, 0]])
     keep = losses.stale_keep(logp, behaviour, adv, staleness, threshold=0.2)
@@ -157,9 +183,37 @@ def test_stale_mask_keeps_positive_advantage_and_composes() -> None:
     mask = torch.ones(1, 3)
     with_stale, _ = losses.dppo_loss(logp, behaviour, adv, mask, delta_high=1.0, delta_low=1.0, keep=keep)
     without, _ = losses.dppo_loss(logp, behaviour, adv, mask, delta_high=1.0, delta_low=1.0)
-    term = lambda a: -min(9.0, 10.0) * a * math.log(0.9)  # noqa: E731
-    assert without.item() == pytest.approx((term(1) + 2 * term(-1)) / 3, rel=1e-5)
-    assert with_stale.item() == pytest.approx((term(1) + term(-1)) / 3, rel=1e-5)
+    term = lambda a, pi, mu: -min(pi / mu, 10.0) * a * math.log(pi)  # noqa: E731
+    pos, neg = term(1, 0.9, 0.1), term(-1, 0.1, 0.9)
+    assert without.item() == pytest.approx((pos + 2 * neg) / 3, rel=1e-5)
+    assert with_stale.item() == pytest.approx((pos + neg) / 3, rel=1e-5)  # the stale one dropped, |T| still 3
+
+
+def test_binary_kl_is_finite_when_probabilities_round_to_one() -> None:
+    """In float32 μ or π above 1 − 6e-8 is 1.0; the KL must stay finite and large where π collapsed."""
+    lm = torch.tensor([[0.0, -1e-9, -1e-9, -0.7, -30.0]])  # μ = 1, 1 − 1e-9, 1 − 1e-9, 0.5, e^-30
+    lp = torch.tensor([[-0.7, 0.0, -1e-9, 0.0, -29.0]])
+    d = losses.binary_kl(lm, lp)
+    assert torch.isfinite(d).all(), d
+    exact = []
+    for a, b in zip(lm[0].double().tolist(), lp[0].double().tolist()):
+        mu, pi = math.exp(a), math.exp(b)
+        one_mu, one_pi = max(-math.expm1(a), 1e-15), max(-math.expm1(b), 1e-15)
+        exact.append(mu * (a - b) + (1 - mu) * (math.log(one_mu) - math.log(one_pi)) if a != b else 0.0)
+    assert d[0].tolist() == pytest.approx([max(e, 0.0) for e in exact], rel=1e-4, abs=1e-6)
+    assert d[0, 0].item() == pytest.approx(0.7, rel=1e-6)  # μ = 1 → D = −log π
+    # The collapsed negative token (μ = 1.0 in float32, π = 0.5) is now masked; before it was NaN, never masked.
+    keep = losses.trust_region_keep(torch.tensor([[-0.7]]), torch.tensor([[0.0]]), torch.tensor([[-1.0]]),
+                                    divergence="kl", delta_low=0.05, delta_high=0.05)
+    assert keep.tolist() == [[False]]
+    naive_mu = torch.tensor(1.0).clamp(1e-8, 1 - 1e-8)  # the old float32 clamp does nothing at 1.0
+    assert naive_mu.item() == 1.0
+
+
+def test_token_mean_uses_the_given_step_count() -> None:
+    values, mask = torch.tensor([[2.0, 4.0]]), torch.ones(1, 2)
+    assert losses.token_mean(values, mask).item() == 3.0
+    assert losses.token_mean(values, mask, num_tokens=6.0).item() == 1.0
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -183,7 +237,7 @@ def test_decoupled_ppo_matches_loop(seed: int) -> None:
     assert stats["behaviour_dropped"].item() == pytest.approx(dropped / count)
 
 
-def test_log_length_penalty_formula() -> None:
+def test_log_length_penalty_formula() -> None:  # the term itself; its use: test_advantages.py
     lengths = torch.tensor([0.0, 9.0, 99.0])
     assert losses.log_length_penalty(lengths, 0.1).tolist() == pytest.approx(
         [0.0, -0.1 * math.log(10), -0.1 * math.log(100)], rel=1e-6)

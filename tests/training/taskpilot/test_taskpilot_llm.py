@@ -70,3 +70,33 @@ def test_llm_generator_candidates_are_rejected_with_reasons_and_the_run_complete
     assert (tmp_path / "run" / "generation").is_dir()  # the generator's trajectories are kept
     data = report.write(tmp_path / "run")
     assert data["funnel"]["generated"] == 2
+
+
+def _cal(solved: int, n: int):  # noqa: ANN202
+    from leaf_train.taskpilot.candidate import Calibration
+
+    return Calibration(candidate="c", round=0, specificity=None, solved=solved, rollouts=n, p_hat=solved / n,
+                       ci_low=0.0, ci_high=1.0, verdict="below")
+
+
+def test_refine_prompts_state_the_measured_p_hat_and_the_direction() -> None:
+    from leaf_train.taskpilot import prompts
+    from leaf_train.taskpilot.refine import measured
+
+    up = prompts.render("refine_more_precise", statement="S", failing_tests="- t", **measured(_cal(1, 8), (0.2, 0.8)))
+    assert "1 of 8 attempts (p̂ = 0.12)" in up and "between 0.20 and 0.80" in up and "p̂ has to go UP" in up
+    down = prompts.render("refine_less_localizing", statement="S", **measured(_cal(8, 8), (0.2, 0.8)))
+    assert "8 of 8 attempts (p̂ = 1.00)" in down and "p̂ has to go DOWN" in down
+
+
+@pytest.mark.llama
+@pytest.mark.slow
+def test_llm_refine_runs_against_the_real_server(llama_server: str) -> None:
+    from leaf_cli.llm.openai import OpenAIEngine
+    from leaf_train.taskpilot.candidate import Validation
+    from leaf_train.taskpilot.refine import llm_refine
+
+    val = Validation(candidate="c", code_key="k", ok=True, observations={"tests/test_a.py::test_x": "assert 1 == 2"})
+    text = llm_refine("mean() is wrong for some inputs.", "below", val, OpenAIEngine(llama_server, "smollm2"),
+                      _cal(0, 4), (0.2, 0.8))
+    assert isinstance(text, str) and text.strip()

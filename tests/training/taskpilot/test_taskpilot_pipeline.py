@@ -78,6 +78,24 @@ def test_pypi_report_counts_the_funnel_and_draws_the_histograms(pypi_run: Path) 
         assert cal["rollouts"] == 2 and cal["ci_low"] <= cal["p_hat"] <= cal["ci_high"]
 
 
+@pytest.mark.slow
+def test_f2p_tests_are_hidden_from_the_solver_and_restored_for_grading(pypi_run: Path, tmp_path: Path) -> None:
+    """Procedural F2P are existing tests: their files are removed from the solver's copy (one pytest run
+    would otherwise localize the bug whatever the statement says) and restored by the grader."""
+    from leaf_cli.tasks import make_attempt_workspace
+
+    tasks = load_tasks(pypi_run / "tasks.jsonl")
+    for task in tasks.tasks:
+        files = sorted({t.split("::")[0] for t in task.FAIL_TO_PASS})
+        assert task.hidden_paths == files
+        ws = make_attempt_workspace(task, tmp_path / task.instance_id, tasks.base_dir)
+        assert not any((ws.root / f).exists() for f in files), files
+        assert (ws.root / "toolz").is_dir()  # the package itself is there
+        assert grade(task, task.patch, make_sandbox(None), base_dir=tasks.base_dir).resolved
+    for line in read_jsonl(pypi_run / "calibration.jsonl"):
+        assert line["rollouts"] == 2  # calibration ran on the hidden tasks too (pipeline passes hidden_paths)
+
+
 def _synth_cmd(repo: Path, out: Path, cache: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "leaf_cli", "train", "synth", "--source", str(repo), "--target", "3",
             "--rollouts", "2", "--band", "0.2,0.8", "--out", str(out), "--max-candidates", "12", *extra]

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from leaf_cli.errors import LeafError
 from leaf_train.configfile import read_yaml
 
 
@@ -30,7 +29,14 @@ class ValidationConfig(_Strict):
     attempts: int = Field(1, ge=1, description="Attempts per held-out task per evaluation.")
     every: int = Field(2, ge=1, description="M: RL steps between evaluations (also the checkpoint interval).")
     patience: int = Field(2, ge=1, description="P: stop after this many evaluations without improvement.")
-    min_delta: float = Field(0.0, ge=0.0, description="An evaluation improves when it beats the best by more than this.")
+    min_delta: float | None = Field(None, ge=0.0, description=(
+        "An evaluation improves when it beats the best by more than this; null = from the noise: z times the "
+        "standard error of the difference of the two solve rates (leaf_train.driver.select.min_delta)."))
+    z: float = Field(1.0, gt=0.0, description="Standard errors an improvement must clear when min_delta is null.")
+    benchmark: list[str] = Field(default_factory=list, description=(
+        "Snapshot sources of the fixed validation benchmark (TaskPilot specs, other snapshots than the training "
+        "ones). Built once with the iteration-1 policy into OUT/validation-benchmark.jsonl and reused unchanged by "
+        "every iteration; empty = hold out `tasks` of each iteration's own tasks (changes meaning per iteration)."))
     max_steps: int = Field(20, ge=1, description="Most RL steps in one iteration, saturated or not.")
     max_turns: int | None = Field(None, description="Turns per evaluation episode (default: the RL rollout's).")
     max_tokens: int | None = Field(None, description="Tokens per evaluation turn (default: the RL rollout's).")
@@ -93,19 +99,6 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for key, value in over.items():
         out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
-
-
-def load_iteration_config(path: Path) -> IterationConfig:
-    """The `iteration:` section of the RL config file at `path` (the whole file is validated). A file
-    without the section gets a clear error naming one that has it."""
-    from leaf_train.rl.config import load_config
-
-    cfg = load_config(path).iteration
-    if cfg is None:
-        raise LeafError(f"{path} has no `iteration:` section, so it configures `leaf train rl` only; the iteration "
-                        "needs one, e.g. training/configs/cpu-smoke.yaml")
-    cfg.source = path.resolve()
-    return cfg
 
 
 def rl_settings(cfg: IterationConfig) -> dict[str, Any]:

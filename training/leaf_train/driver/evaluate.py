@@ -41,9 +41,11 @@ def evaluate(model_dir: Path, base_dir: Path, tasks: list[Task], run_dir: Path, 
                         attempts=val.attempts, workers=val.workers if val.engine == "server" else 1, resume=True,
                         limits=limits, sampling=sampling, run_id=f"val-{step}")
     if val.engine == "server":
+        from leaf_cli.executor import make_executor
         from leaf_cli.llm.openai import OpenAIEngine
 
         server = rl.rollout.server
+        config.executor = make_executor(rl.executor)  # server attempts spread like rollouts (local by default)
         summary = run_eval(tasks, lambda: OpenAIEngine(server.base_url.rstrip("/") + "/v1", server.model), config)
     else:
         summary = run_eval(tasks, _local_engine(model_dir, base_dir, step, rl), config)

@@ -1,7 +1,9 @@
 """Stage 5: the best checkpoint, made a self-contained transformers folder export and the next iteration read.
 
-Best = the highest validation solve rate among the RL checkpoints; ties go to the earliest (the least
-drift from the starting policy for the same measured skill). The folder gets the weights (LoRA adapters
+Best = noise-aware: the earliest RL checkpoint whose validation solve rate is within `min_delta` of the
+highest (the one-standard-error rule: a later checkpoint must be better by more than the noise of the
+measurement to be preferred; the earliest is the least drift from the starting policy). `min_delta` is the
+config's when set, else z standard errors of the difference between the two solve rates. The folder gets the weights (LoRA adapters
 merged), the tokenizer and `leaf_source.json` naming the base GGUF, so `leaf train export` needs no flags.
 """
 
@@ -16,12 +18,18 @@ from leaf_train.driver.policy import StartPolicy
 from leaf_train.driver.state import Evaluation
 
 
-def best_evaluation(evaluations: list[Evaluation]) -> Evaluation:
-    """The RL checkpoint to keep (step > 0): highest solve rate, then fewest steps."""
-    trained = [e for e in evaluations if e.step > 0]
+def min_delta(a: Evaluation, b: Evaluation, fixed: float | None = None, z: float = 1.0) -> float:
+    """How much b must beat a by to count as better: `fixed`, or z·sqrt(SE_a² + SE_b²)."""
+    return fixed if fixed is not None else z * (a.se ** 2 + b.se ** 2) ** 0.5
+
+
+def best_evaluation(evaluations: list[Evaluation], fixed: float | None = None, z: float = 1.0) -> Evaluation:
+    """The RL checkpoint to keep (step > 0): the earliest within min_delta of the highest solve rate."""
+    trained = sorted((e for e in evaluations if e.step > 0), key=lambda e: e.step)
     if not trained:
         raise LeafError("no RL checkpoint was evaluated: the RL stage has not run")
-    return max(trained, key=lambda e: (e.solve_rate, -e.step))
+    top = max(trained, key=lambda e: (e.solve_rate, -e.step))
+    return next(e for e in trained if e.solve_rate >= top.solve_rate - min_delta(e, top, fixed, z))
 
 
 def materialize(model_dir: Path, policy: StartPolicy, dest: Path, record: dict) -> Path:

@@ -27,6 +27,14 @@ class Evaluation(BaseModel):
     attempts: int
     run_dir: str
 
+    @property
+    def se(self) -> float:
+        """Standard error of the solve rate over the attempts, Agresti–Coull adjusted (never 0, so a 0/2 or a
+        2/2 evaluation is not taken as exact): sqrt(p̃(1 − p̃) / (n + 4)), p̃ = (resolved + 2) / (n + 4)."""
+        n = self.attempts + 4
+        p = (self.resolved + 2) / n
+        return (p * (1 - p) / n) ** 0.5
+
 
 class IterationState(BaseModel):
     iteration: int

@@ -24,12 +24,16 @@ AfterChunk = Callable[[Path, int], None]
 """Called with (checkpoint folder, step) after a chunk, before its evaluation (consolidation's RFT)."""
 
 
-def evaluations_without_improvement(evaluations: list[Evaluation], min_delta: float) -> int:
-    """How many evaluations in a row, counted from the end, did not beat the best before them by > min_delta."""
+def evaluations_without_improvement(evaluations: list[Evaluation], fixed: float | None = None,
+                                    z: float = 1.0) -> int:
+    """How many evaluations in a row, counted from the end, did not beat the best before them by more than
+    min_delta (`fixed`, or z standard errors of the difference: leaf_train.driver.select.min_delta)."""
+    from leaf_train.driver.select import min_delta
+
     best, since = None, 0
     for e in evaluations:
-        if best is None or e.solve_rate > best + min_delta:
-            best, since = e.solve_rate, 0
+        if best is None or e.solve_rate > best.solve_rate + min_delta(best, e, fixed, z):
+            best, since = e, 0
         else:
             since += 1
     return since
@@ -38,7 +42,7 @@ def evaluations_without_improvement(evaluations: list[Evaluation], min_delta: fl
 def stop_reason(evaluations: list[Evaluation], val: ValidationConfig) -> str | None:
     """Why RL should stop now, or None to train another chunk."""
     step = evaluations[-1].step if evaluations else 0
-    if evaluations_without_improvement(evaluations, val.min_delta) >= val.patience:
+    if evaluations_without_improvement(evaluations, val.min_delta, val.z) >= val.patience:
         return f"saturated: {val.patience} evaluations without improvement"
     if step >= val.max_steps:
         return f"max_steps ({val.max_steps}) reached"

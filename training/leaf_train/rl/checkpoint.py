@@ -56,6 +56,12 @@ def load_checkpoint(path: Path, model: Any, optimizer: torch.optim.Optimizer) ->
         missing, _ = model.load_state_dict(weights, strict=False)
         tied = {"lm_head.weight"}  # tied to the embeddings; save_pretrained leaves it out
         if set(missing) - tied:
+            # save_pretrained writes some models under their published names (Qwen3_5ForCausalLM as
+            # model.language_model.*, the ConditionalGeneration layout); from_pretrained maps them back.
+            fresh = type(model).from_pretrained(folder, dtype=next(model.parameters()).dtype)
+            missing, _ = model.load_state_dict(fresh.state_dict(), strict=False)
+            del fresh
+        if set(missing) - tied:
             raise ValueError(f"checkpoint {path} lacks weights: {sorted(set(missing) - tied)[:5]}")
     optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=False))
     rng = torch.load(path / "rng.pt", weights_only=False)

@@ -10,9 +10,9 @@ from pathlib import Path
 from leaf_cli.errors import LeafError
 
 
-def rl_command(config: Path, out: Path | None = None, tasks: Path | None = None) -> Path:
+def rl_command(config: Path, out: Path | None = None, tasks: Path | None = None, ray: str | None = None) -> Path:
     """Run the RL run described by `config` (YAML); `out` overrides its `out_dir`; `tasks` (a task file)
-    replaces the toy environment. Returns the run folder.
+    replaces the toy environment; `ray` (an address) puts the rollout workers on Ray actors. Returns the run folder.
 
     Bad input (missing file, invalid field, missing model, broken task file) raises LeafError with one clear line.
     """
@@ -22,6 +22,10 @@ def rl_command(config: Path, out: Path | None = None, tasks: Path | None = None)
     cfg = load_config(config)
     if out is not None:
         cfg = cfg.model_copy(update={"out_dir": str(out)})
+    if ray:
+        from leaf_cli.executor.config import from_flag
+
+        cfg = cfg.model_copy(update={"executor": from_flag(ray, cfg.executor)})
     if tasks is None:
         return run_main(cfg)
     from leaf_cli.tasks import load_tasks
@@ -41,11 +45,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="Run folder (overrides the config's out_dir).")
     parser.add_argument("--tasks", type=Path, default=None,
                         help="Train on this task file (JSONL) instead of the config's toy environment.")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="Rollout workers as Ray actors: local, auto, ray://HOST:PORT or HOST:PORT.")
     args = parser.parse_args(argv)
+    from leaf_cli.executor import close_executors
+
     try:
-        folder = rl_command(args.config, args.out, args.tasks)
+        folder = rl_command(args.config, args.out, args.tasks, args.ray)
     except LeafError as exc:
         print(f"leaf: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        close_executors()  # a `--ray local` cluster stops with the run
     print(f"run folder: {folder}")
     return 0

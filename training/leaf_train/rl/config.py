@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from leaf_cli.errors import LeafError
+from leaf_cli.executor.config import ExecutorConfig
 from leaf_train.configfile import read_yaml
 from leaf_train.driver.config import IterationConfig
 
@@ -55,12 +56,13 @@ class OptimConfig(_Strict):
 
 
 class StaleMaskConfig(_Strict):
-    """The asymmetric mask for stale trajectories (the project's reading of the paper; see losses.stale_keep)."""
+    """The paper's asymmetric mask for stale trajectories (losses.stale_keep): A > 0 tokens are kept; a stale
+    A ≤ 0 token is dropped only when its probability fell past `threshold`."""
 
     enabled: bool = Field(True, description="Apply the stale mask on top of the trust-region mask.")
     min_staleness: int = Field(1, description="Tokens at least this many versions old are 'stale'.")
     divergence: Literal["tv", "kl", "ratio", "staleness"] = Field("tv", description="What is thresholded.")
-    threshold: float = Field(0.2, description="Drop stale non-positive-advantage tokens beyond this.")
+    threshold: float = Field(0.2, description="Drop stale A ≤ 0 tokens whose probability fell by more than this.")
 
 
 class LossConfig(_Strict):
@@ -68,15 +70,29 @@ class LossConfig(_Strict):
 
     kind: Literal["dppo", "decoupled_ppo"] = Field("dppo", description="DPPO, or decoupled PPO as a baseline.")
     divergence: Literal["tv", "kl"] = Field("tv", description="DPPO trust region: binary TV or binary KL.")
-    delta_low: float = Field(0.15, description="DPPO δ for A<0 tokens (reference: 0.15 TV, 0.05 KL).")
-    delta_high: float = Field(0.15, description="DPPO δ for A>0 tokens.")
+    delta_low: float | None = Field(None, description=(
+        "DPPO δ for A<0 tokens; default by divergence: 0.15 (TV) or 0.05 (KL), the reference run's values."))
+    delta_high: float | None = Field(None, description="DPPO δ for A>0 tokens; default by divergence as delta_low.")
     is_cap: float = Field(10.0, description="Cap C of the truncated importance weight min(ρ, C).")
     clip_low: float = Field(0.2, description="Decoupled PPO: lower clip ε on π/π_prox.")
     clip_high: float = Field(0.2, description="Decoupled PPO: upper clip ε on π/π_prox.")
     behaviour_cap: float | None = Field(None, description="Decoupled PPO: drop tokens with π_prox/μ above this.")
     stale: StaleMaskConfig = Field(default_factory=StaleMaskConfig, description="Stale-trajectory mask.")
     normalize_std: bool = Field(True, description="Divide group-centred rewards by the group std.")
-    length_penalty: float = Field(0.0, description="Coefficient of −ln(1+L) added to the reward (0 = off).")
+    group_std: Literal["population", "unbiased"] = Field(
+        "population", description="The group std: population (÷ n, GRPO's usual) or unbiased (÷ n − 1).")
+    length_penalty: float = Field(0.0, description=(
+        "λ of the length term −λ·ln(1+L), centred per group and added to the advantage *after* the std "
+        "normalisation, so λ is in advantage units (0 = off; see leaf_train.rl.advantages)."))
+
+    @model_validator(mode="after")
+    def _divergence_defaults(self) -> "LossConfig":
+        default = {"tv": 0.15, "kl": 0.05}[self.divergence]
+        if self.delta_low is None:
+            self.delta_low = default
+        if self.delta_high is None:
+            self.delta_high = default
+        return self
 
 
 class ServerConfig(_Strict):
@@ -119,6 +135,9 @@ class EnvConfig(_Strict):
     task_kind: Literal["write", "copy"] = Field(
         "write", description="write: put a given word in answer.txt; copy: read a file, write its content.")
     hint: bool = Field(True, description="Show the exact tool call to make in the task text.")
+    name_tool: bool = Field(False, description=(
+        "Name the tool to use in the task text (\"Use the Write tool.\"), without showing the call: the model "
+        "must produce the call from the tool's schema in the system prompt."))
     demo: bool = Field(False, description="Start each episode after one solved example exchange (prompt only).")
     sandbox: str | None = Field("subprocess", description="Grading sandbox: subprocess, bwrap, docker; null = best.")
     test_timeout: float = Field(60.0, description="Seconds for the grading pytest run.")
@@ -147,6 +166,8 @@ class RLConfig(_Strict):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Sampling.")
     env: EnvConfig = Field(default_factory=EnvConfig, description="The environment.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Metrics sinks.")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description=(
+        "Where rollout workers run: local threads over one in-process engine, or Ray actors (kind: ray)."))
     iteration: IterationConfig | None = Field(None, description=(
         "Not used by the RL run: the settings `leaf train --iteration N --config FILE` reads from the same file "
         "(TaskPilot, validation, consolidation, export, RL overrides; leaf_train.driver.config). Validated here "
@@ -162,3 +183,14 @@ def load_config(path: Path) -> RLConfig:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise LeafError(f"{path}: {where}: {first['msg']}") from None
+
+
+def load_iteration_config(path: Path) -> IterationConfig:
+    """The `iteration:` section of the RL config file at `path` (the whole file is validated). A file
+    without the section gets a clear error naming one that has it."""
+    cfg = load_config(path).iteration
+    if cfg is None:
+        raise LeafError(f"{path} has no `iteration:` section, so it configures `leaf train rl` only; the iteration "
+                        "needs one, e.g. training/configs/cpu-smoke.yaml")
+    cfg.source = path.resolve()
+    return cfg

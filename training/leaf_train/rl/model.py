@@ -1,8 +1,16 @@
-"""Loading the policy: a transformers folder, or a GGUF dequantized once and cached with save_pretrained."""
+"""Loading the policy: a transformers checkpoint (a folder, or a Hugging Face repository id downloaded once),
+or a GGUF dequantized once and cached with save_pretrained.
+
+Qwen3.5 (FrogNano-4B) trains from its Hugging Face safetensors checkpoint only: transformers cannot read
+`qwen35` GGUFs, so a GGUF is never its training source. `AutoModelForCausalLM` loads the text model
+(`Qwen3_5ForCausalLM`) from the published `Qwen3_5ForConditionalGeneration` checkpoint (vision tower and
+multi-token-prediction layer left out); `leaf_train.export` converts a trained checkpoint back to GGUF.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +48,55 @@ def gguf_path(cfg: ModelConfig) -> Path:
     return path
 
 
+# GGUF architectures transformers' GGUF loader cannot dequantize into a model (their training source is the
+# Hugging Face checkpoint).
+HF_ONLY_ARCHITECTURES = {"qwen35": "microsoft/FrogNano-4B-2609 (or Qwen/Qwen3.5-4B)"}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
 def resolve_checkpoint(cfg: ModelConfig) -> Path:
-    """A transformers folder for the policy, dequantizing and caching a GGUF the first time."""
+    """A transformers folder for the policy: `path` itself, a hub repository downloaded once (safetensors,
+    config, tokenizer), or a GGUF dequantized and cached the first time."""
     if cfg.path is not None:
-        path = Path(cfg.path)
+        path = Path(cfg.path).expanduser()
+        if not path.exists() and _HUB_ID.match(cfg.path):
+            path = download_checkpoint(cfg.path, cfg.cache_dir)
         if not (path / "config.json").is_file():
             raise LeafError(f"model: {path} is not a transformers checkpoint (no config.json)")
         return path
     source = gguf_path(cfg)
+    arch = gguf_architecture(source)
+    if arch in HF_ONLY_ARCHITECTURES:
+        raise LeafError(f"model: {source.name} is a `{arch}` GGUF, which transformers cannot load for training; set "
+                        f"model.path to its Hugging Face checkpoint, e.g. {HF_ONLY_ARCHITECTURES[arch]}")
     target = Path(cfg.cache_dir) if cfg.cache_dir else cache_root()
     target = target / f"{source.stem}-{source.stat().st_size}"
     if not (target / "config.json").is_file():
         _dequantize(source, target)
     return target
+
+
+def gguf_architecture(path: Path) -> str | None:
+    """`general.architecture` of a GGUF file (None when the gguf package cannot read it)."""
+    try:
+        from gguf import GGUFReader
+
+        field = GGUFReader(str(path)).fields.get("general.architecture")
+        return bytes(field.parts[field.data[0]]).decode() if field is not None else None
+    except Exception:  # noqa: BLE001 - an unreadable header: let transformers report it
+        return None
+
+
+def download_checkpoint(repo_id: str, cache_dir: str | None = None) -> Path:
+    """A hub repository's transformers files (safetensors weights, configs, tokenizer, chat template) in the
+    huggingface_hub cache (resumable, the hub's own checksums); its local folder."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, cache_dir=cache_dir, allow_patterns=[
+            "*.safetensors", "*.safetensors.index.json", "*.json", "*.jinja", "*.txt", "tokenizer*"]))
+    except Exception as exc:  # noqa: BLE001 - network, auth, missing repository: one line
+        raise LeafError(f"model: cannot download {repo_id} from the Hugging Face hub: {exc}") from None
 
 
 def _dequantize(source: Path, target: Path) -> None:

@@ -9,6 +9,8 @@ checkpoint in its folder.
 Simplified on purpose: the in-process rollout engine is a second copy of the policy in the same process
 (weights copied after every step, as a server would reload them); multi-GPU runs go through `accelerate
 launch` with FSDP and a server engine, each rank rolling out and training on its own share of the groups.
+With `executor: {kind: ray}` the rollout workers are Ray actors instead (rollout_workers.py), and the run is
+one driver process, not an `accelerate launch`.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from typing import Any
 
 import torch
 
+from leaf_cli.errors import LeafError
+from leaf_cli.executor import make_executor
 from leaf_cli.tasks import Task, make_sandbox
 from leaf_train.rl.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from leaf_train.rl.config import RLConfig
 from leaf_train.rl.environment import Environment, TaskFileEnvironment
 from leaf_train.rl.metrics import MetricsLogger
 from leaf_train.rl.model import load_policy, resolve_checkpoint, rollout_state
-from leaf_train.rl.rollout import GroupRunner
+from leaf_train.rl.rollout_workers import frozen, rollout_engine, start_rollouts
 from leaf_train.rl.scheduler import RolloutScheduler
 from leaf_train.rl.trainer import Trainer
 
@@ -66,15 +70,19 @@ def train(cfg: RLConfig, env: Environment, out: Path) -> Path:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay,
                                   betas=cfg.optim.betas)
-    engine = _rollout_engine(cfg, model, tokenizer, accelerator)
+    executor = make_executor(cfg.executor, job_name=f"leaf train rl {out.name}")
+    if executor.name != "local" and accelerator.num_processes > 1:
+        raise LeafError("Ray rollout workers are driven by one process: run the RL driver directly, not under "
+                        "`accelerate launch`")
+    rollouts = start_rollouts(cfg, executor, env, out / "trajectories",
+                              lambda: _rollout_engine(cfg, model, tokenizer, accelerator))
     model, optimizer = accelerator.prepare(model, optimizer)
     trainer = Trainer(cfg, model, optimizer, pad_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
                       accelerator=accelerator)
     start = _resume(cfg, out, model, optimizer, trainer)
-    if start:
-        engine.load_weights(rollout_state(accelerator.unwrap_model(model)), trainer.version)
-    runner = GroupRunner(engine, cfg.rollout, env, out / "trajectories")
-    scheduler = _scheduler(cfg, runner.run_group, start, accelerator)
+    if start or executor.name != "local":  # remote workers loaded the starting checkpoint, not these weights
+        rollouts.update(rollout_state(accelerator.unwrap_model(model)), trainer.version)
+    scheduler = _scheduler(cfg, rollouts.run_groups, start, accelerator)
     logger = MetricsLogger(out, cfg.logging, cfg.model_dump()) if accelerator.is_main_process else None
     try:
         for step in range(start, cfg.steps):
@@ -82,7 +90,7 @@ def train(cfg: RLConfig, env: Environment, out: Path) -> Path:
             samples = [s for group in scheduler.batch(step) for s in group]
             metrics = {"rollout_wait_seconds": time.monotonic() - waited, **trainer.step(samples),
                        "turns_mean": sum(s.extra.get("turns", 0.0) for s in samples) / len(samples)}
-            engine.load_weights(rollout_state(accelerator.unwrap_model(model)), trainer.version)
+            rollouts.update(rollout_state(accelerator.unwrap_model(model)), trainer.version)
             scheduler.set_version(trainer.version)
             if logger is not None:
                 logger.log(step, metrics)
@@ -92,6 +100,7 @@ def train(cfg: RLConfig, env: Environment, out: Path) -> Path:
                                  "seed": cfg.seed}, accelerator)
     finally:
         scheduler.stop()
+        rollouts.close()
         if logger is not None:
             logger.close()
     if cfg.logging.plot and accelerator.is_main_process and (out / "metrics.jsonl").is_file():
@@ -102,32 +111,20 @@ def train(cfg: RLConfig, env: Environment, out: Path) -> Path:
 
 
 def _rollout_engine(cfg: RLConfig, model: Any, tokenizer: Any, accelerator: Any) -> Any:
-    from leaf_cli.llm.transformers_engine import TransformersEngine, template_renderer, tokenizer_renderer
-
-    render = tokenizer_renderer(tokenizer) if cfg.rollout.template == "tokenizer" else template_renderer(tokenizer)
+    """The in-process rollout engine: a server's client, or the transformers engine over a frozen copy."""
     if cfg.rollout.engine == "server":
-        from leaf_train.rl.server_engine import ServerEngine
-
-        engine = ServerEngine(cfg.rollout.server, tokenizer, render=render, context_limit=cfg.rollout.max_context,
-                              accelerator=accelerator)
-        engine.attach(model)
-        return engine
-    rollout_model = copy.deepcopy(model).eval()
-    for p in rollout_model.parameters():
-        p.requires_grad_(False)
-    return TransformersEngine(rollout_model, tokenizer, name="policy", context_limit=cfg.rollout.max_context,
-                              render=render, max_batch=cfg.rollout.batch)
+        return rollout_engine(cfg, model, tokenizer, accelerator)
+    return rollout_engine(cfg, frozen(copy.deepcopy(model)), tokenizer)
 
 
-def _scheduler(cfg: RLConfig, run_group: Any, start: int, accelerator: Any) -> RolloutScheduler:
+def _scheduler(cfg: RLConfig, run_groups: list[Any], start: int, accelerator: Any) -> RolloutScheduler:
     per_rank = cfg.rollout.groups_per_step
     if accelerator.num_processes > 1:
         # Each rank rolls out every num_processes-th group of the global order and trains on its own share.
         rank, world = accelerator.process_index, accelerator.num_processes
-        inner = run_group
-        run_group = lambda g: inner(g * world + rank)  # noqa: E731
-    return RolloutScheduler(run_group, groups_per_step=per_rank, max_staleness=cfg.rollout.max_staleness,
-                            workers=cfg.rollout.workers, first_group=start * per_rank, version=start).start()
+        run_groups = [lambda g, inner=inner: inner(g * world + rank) for inner in run_groups]
+    return RolloutScheduler(run_groups, groups_per_step=per_rank, max_staleness=cfg.rollout.max_staleness,
+                            workers=len(run_groups), first_group=start * per_rank, version=start).start()
 
 
 def _resume(cfg: RLConfig, out: Path, model: Any, optimizer: Any, trainer: Trainer) -> int:

@@ -11,7 +11,7 @@ the lag (tinker-cookbook#822; AReaL's `max_head_offpolicyness`).
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import Callable, Sequence
 
 from leaf_train.rl.samples import TokenSample
 
@@ -20,16 +20,21 @@ RunGroup = Callable[[int], list[TokenSample]]
 
 
 class RolloutScheduler:
-    def __init__(self, run_group: RunGroup, *, groups_per_step: int, max_staleness: int, workers: int = 1,
-                 first_group: int = 0, version: int = 0) -> None:
-        self.run_group, self.per_step, self.max_staleness = run_group, groups_per_step, max_staleness
+    """`workers` threads take groups in order; thread i runs them with `run_group`, or with `run_group[i]`
+    when it is a list (one per rollout worker: the executor's actors, each holding its own engine)."""
+
+    def __init__(self, run_group: RunGroup | Sequence[RunGroup], *, groups_per_step: int, max_staleness: int,
+                 workers: int = 1, first_group: int = 0, version: int = 0) -> None:
+        self.run_groups = list(run_group) if isinstance(run_group, Sequence) else [run_group]
+        self.per_step, self.max_staleness = groups_per_step, max_staleness
         self.next_group = first_group
         self.version = version
         self.done: dict[int, list[TokenSample]] = {}
         self.error: BaseException | None = None
         self.stopping = False
         self.cond = threading.Condition()
-        self.threads = [threading.Thread(target=self._work, name=f"rollout-{i}", daemon=True) for i in range(workers)]
+        self.threads = [threading.Thread(target=self._work, args=(self.run_groups[i % len(self.run_groups)],),
+                                         name=f"rollout-{i}", daemon=True) for i in range(workers)]
 
     def start(self) -> "RolloutScheduler":
         for t in self.threads:
@@ -62,7 +67,7 @@ class RolloutScheduler:
     def _admissible(self, group: int) -> bool:
         return group // self.per_step - self.max_staleness <= self.version
 
-    def _work(self) -> None:
+    def _work(self, run_group: RunGroup) -> None:
         while True:
             with self.cond:
                 while not self.stopping and not self._admissible(self.next_group):
@@ -72,7 +77,7 @@ class RolloutScheduler:
                 group = self.next_group
                 self.next_group += 1
             try:
-                samples = self.run_group(group)
+                samples = run_group(group)
             except BaseException as exc:  # noqa: BLE001 - surfaced to the trainer by batch()
                 with self.cond:
                     self.error = exc

@@ -4,6 +4,11 @@ It keeps the same append-only token log as the in-process engine (it *is* one, w
 HTTP): the prompt is sent as token ids, never as text, and the sampled ids and their log-probabilities come
 back. After each training step the trainer writes the weights to `weights_dir` and asks the server to
 reload them. Needs a GPU server; the CPU test suite skips it.
+
+Behaviour log-probabilities must be those of the sampling distribution: vLLM returns them only when served
+with `--logprobs-mode processed_logprobs` (training/launch/vllm-serve.sh; its default is the raw model's),
+and every sampling knob is sent explicitly so the server's generation_config defaults (Qwen3.5: top_k 20,
+top_p 0.95) never apply silently. SGLang's `return_logprob` values are not verified here (no GPU).
 """
 
 from __future__ import annotations

@@ -81,6 +81,8 @@ def _task(k: int, word: str, repo: Path, base: str, cfg: EnvConfig) -> Task:
                 f"Then write the word you read, replacing WORD:\n<tool_call>\n{json.dumps(placeholder)}\n</tool_call>")
     gold = ("diff --git a/answer.txt b/answer.txt\nnew file mode 100644\n--- /dev/null\n+++ b/answer.txt\n"
             f"@@ -0,0 +1 @@\n+{word}\n")
+    if cfg.name_tool:
+        statement += " Use the Write tool." if cfg.task_kind == "write" else " Use the Read tool, then the Write tool."
     return Task(instance_id=f"toy-{cfg.task_kind}-{k}", repo=str(repo), base_commit=base,
                 problem_statement=statement + ("\n" + hint if cfg.hint else ""), patch=gold,
                 FAIL_TO_PASS=[f"tests/test_task{k}.py::test_answer"], version="toy",

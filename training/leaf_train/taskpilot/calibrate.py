@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from leaf_cli.agent import Limits
+from leaf_cli.executor import Executor
 from leaf_cli.llm.engine import Sampling
 from leaf_cli.tasks import EvalConfig, RunDir, Sandbox, Task, run_eval
 from leaf_train.taskpilot.candidate import Calibration
@@ -33,14 +34,15 @@ def rollout_budget(cfg: SynthConfig) -> tuple[Limits, Sampling | None]:
 
 
 def calibrate(task: Task, round_: int, level: int | None, policy: Policy, sandbox: Sandbox, cfg: SynthConfig,
-              out: Path) -> Calibration:
-    """Run `cfg.rollouts` attempts of `policy` on `task` and place p̂ against the band."""
+              out: Path, executor: Executor | None = None) -> Calibration:
+    """Run `cfg.rollouts` attempts of `policy` on `task` (on `executor`: None = here, one at a time) and
+    place p̂ against the band."""
     began = time.monotonic()
     run_dir = out / "rollouts" / task.instance_id
     done = len(RunDir(run_dir).load_results()) if run_dir.exists() else 0
     limits, sampling = rollout_budget(cfg)
     config = EvalConfig(out=run_dir, sandbox=sandbox, model_name=policy.name, attempts=cfg.rollouts, workers=1,
-                        resume=True, limits=limits, sampling=sampling, run_id=task.instance_id)
+                        resume=True, limits=limits, sampling=sampling, run_id=task.instance_id, executor=executor)
     run_eval([task], policy.factory(task, level, cfg.seed, first_rollout=done), config)
     results = sorted(RunDir(run_dir).load_results().values(), key=lambda r: r.attempt)
     solved = sum(r.resolved for r in results)

@@ -21,7 +21,7 @@ def synth_command(*, source: list[str] | None = None, generator: str | None = No
                   workers: int | None = None, out: Path | None = None, config: Path | None = None,
                   rounds: int | None = None, generator_url: str | None = None, generator_model: str | None = None,
                   tests: list[str] | None = None, sandbox: str | None = None, seed: int | None = None,
-                  max_candidates: int | None = None, progress: bool | None = None) -> int:
+                  max_candidates: int | None = None, progress: bool | None = None, ray: str | None = None) -> int:
     """Run TaskPilot; returns the exit status (0: done, 1: fewer tasks than the target). Bad input raises
     LeafError (one line, exit 2 in the CLI)."""
     from leaf_train.taskpilot import pipeline, report
@@ -41,10 +41,19 @@ def synth_command(*, source: list[str] | None = None, generator: str | None = No
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])) from None
     except ValueError as exc:
         raise LeafError(str(exc)) from None
+    if ray:
+        from leaf_cli.executor.config import from_flag
+
+        cfg = cfg.model_copy(update={"executor": from_flag(ray, cfg.executor)})
     if not cfg.sources:
         raise LeafError("give at least one --source (a git repository, a git URL, pypi:NAME==VERSION or swebench:FILE)")
-    with StageProgress(cfg.target, enabled=progress) as display:
-        pipeline.run(cfg, display.on_event)
+    from leaf_cli.executor import close_executors
+
+    try:
+        with StageProgress(cfg.target, enabled=progress) as display:
+            pipeline.run(cfg, display.on_event)
+    finally:
+        close_executors()  # a `--ray local` cluster stops with the run
     result = report.write(cfg.out)
     print(report.text(result), file=sys.stderr)
     print(f"tasks: {cfg.out / 'tasks.jsonl'}  report: {cfg.out / 'report.txt'}  histogram: {cfg.out / 'phat_hist.png'}",
@@ -73,13 +82,15 @@ def synth(
     sandbox: Annotated[Optional[str], typer.Option(help="bwrap | subprocess | docker.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed for site order and the scripted policy.")] = None,
     max_candidates: Annotated[Optional[int], typer.Option(help="Stop after this many candidates.")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help=(
+        "Run suites, validations and rollouts as Ray tasks: local, auto, ray://HOST:PORT or HOST:PORT."))] = None,
 ) -> None:
     """Synthesize executable tasks calibrated to the policy's learnable frontier."""
     try:
         code = synth_command(source=source, generator=generator, target=target, policy=policy, rollouts=rollouts,
                              band=band, workers=workers, out=out, config=config, rounds=rounds,
                              generator_url=generator_url, generator_model=generator_model, tests=tests,
-                             sandbox=sandbox, seed=seed, max_candidates=max_candidates)
+                             sandbox=sandbox, seed=seed, max_candidates=max_candidates, ray=ray)
     except LeafError as exc:
         print(f"leaf: error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from leaf_cli.executor.config import ExecutorConfig
+
 GeneratorName = Literal["procedural", "llm", "combine"]
 
 
@@ -55,7 +57,13 @@ class SynthConfig(BaseModel):
         "policy, the llama.cpp context it opens (None: the model's training context, at most 65,536)."))
     sandbox: str | None = Field(None, description="Sandbox backend (bwrap, subprocess, docker); None picks bwrap where installed.")
     pip_packages: list[str] = Field(default_factory=list, description="Extra packages every snapshot's environment gets (test dependencies).")
+    exclude_tasks: Path | None = Field(None, description=(
+        "A task file (earlier iterations' pool): new candidates that duplicate one of its tasks (same files "
+        "touched, same F2P) are dropped as `duplicate`."))
     cache_dir: Path | None = Field(None, description="Where sdists and snapshot repositories are cached (default: OUT/cache).")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description=(
+        "Where snapshot suite runs, validations and calibration rollouts run: local threads, or Ray tasks "
+        "(kind: ray; the run folder must then be on storage every node sees)."))
 
     @field_validator("band", mode="before")
     @classmethod

@@ -4,7 +4,8 @@ The main thread prepares snapshots and draws candidates from the generator; K wo
 one candidate family through validation, calibration and up to R refinements (the work is subprocesses:
 pytest, git, the agent's Bash). Every result is appended to the run folder as it happens (store.py), so
 a killed run resumes: decided candidates are skipped, validations and finished calibrations are reused,
-half-done rollouts continue inside their eval run folder.
+half-done rollouts continue inside their eval run folder. Snapshot suite runs, validations and calibration
+rollouts go through the executor (`cfg.executor`): here, or as Ray tasks on a cluster.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
+from leaf_cli.executor import Executor, Job, LocalExecutor, make_executor
 from leaf_cli.tasks import Environment, Sandbox, make_sandbox
 from leaf_cli.tasks.patches import split_files
 from leaf_train.taskpilot import combine, llm, procedural, statement
@@ -30,7 +33,7 @@ from leaf_train.taskpilot.refine import CannotRefine, refine, write_statement
 from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment, export
 from leaf_train.taskpilot.sources import SkippedSource, SourceError, SourceTree, resolve
 from leaf_train.taskpilot.store import Store, read_jsonl
-from leaf_train.taskpilot.tasks_out import final_task
+from leaf_train.taskpilot.tasks_out import final_task, hidden_tests
 from leaf_train.taskpilot.validate import validate
 
 OnEvent = Callable[[str, str], None]
@@ -50,6 +53,7 @@ class Run:
     envs: dict[str, Environment] = field(default_factory=dict)
     dedupe: dict[tuple, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    executor: Executor = field(default_factory=LocalExecutor)
 
 
 def run(cfg: SynthConfig, on_event: OnEvent | None = None) -> Run:
@@ -57,7 +61,8 @@ def run(cfg: SynthConfig, on_event: OnEvent | None = None) -> Run:
     store = Store(cfg.out)
     (cfg.out / "config.json").write_text(cfg.model_dump_json(indent=2) + "\n", encoding="utf-8")
     policy = Policy(cfg.policy, n_ctx=cfg.agent_max_context)
-    ctx = Run(cfg, store, policy, make_sandbox(cfg.sandbox), on_event or (lambda _s, _d: None))
+    ctx = Run(cfg, store, policy, make_sandbox(cfg.sandbox), on_event or (lambda _s, _d: None),
+              executor=make_executor(cfg.executor, job_name=f"leaf train synth {cfg.out.name}"))
     prepare_snapshots(ctx)
     if not ctx.snapshots:
         return ctx
@@ -113,8 +118,9 @@ def _build(ctx: Run, src: SourceTree | SkippedSource) -> tuple[Snapshot, dict, f
     if isinstance(src, SkippedSource):
         return Snapshot(id=src.id, spec=src.spec, status="skipped", reason=src.reason), {}, 0.0
     began = time.monotonic()
-    snap, cover = build_snapshot(src, ctx.cfg.out, ctx.cfg.cache, ctx.sandbox, tests=ctx.cfg.tests, budget_s=ctx.cfg.suite_budget_s,
-                                 pip_packages=ctx.cfg.pip_packages)
+    build = partial(build_snapshot, tests=ctx.cfg.tests, budget_s=ctx.cfg.suite_budget_s, pip_packages=ctx.cfg.pip_packages)
+    snap, cover = ctx.executor.call(Job(name=f"snapshot {src.id}", fn=build,
+                                        args=(src, ctx.cfg.out, ctx.cfg.cache, ctx.sandbox)))
     return snap, cover, round(time.monotonic() - began, 3)
 
 
@@ -163,7 +169,8 @@ def validation(ctx: Run, cand: Candidate) -> Validation:
     if found is not None:
         return found
     snap = ctx.snapshots[cand.snapshot]
-    record = validate(cand, snap, ctx.cfg.out, ctx.envs[snap.id], ctx.sandbox, ctx.cfg)
+    record = ctx.executor.call(Job(name=f"validate {cand.id}", fn=validate,
+                                   args=(cand, snap, ctx.cfg.out, ctx.envs[snap.id], ctx.sandbox, ctx.cfg)))
     ctx.store.append("validated", record)
     ctx.emit("validated", f"{cand.id}: {'ok' if record.ok else record.reason}")
     return record
@@ -194,8 +201,9 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if cal is None or cal.rollouts < ctx.cfg.rollouts:
             task = snap.task(ctx.cfg.out, instance_id=cand.id, base_commit=val.base_commit, patch=cand.patch,
                              test_patch=cand.test_patch, problem_statement=cand.problem_statement,
-                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p)
-            cal = calibrate(task, round_, cand.specificity, ctx.policy, ctx.sandbox, ctx.cfg, ctx.cfg.out)
+                             FAIL_TO_PASS=val.f2p, PASS_TO_PASS=val.p2p, hidden_paths=hidden_tests(cand, val))
+            cal = calibrate(task, round_, cand.specificity, ctx.policy, ctx.sandbox, ctx.cfg, ctx.cfg.out,
+                            ctx.executor)
             ctx.store.append("calibration", cal)
         ctx.emit("calibrated", f"{cand.id}: p̂={cal.p_hat:.2f} {cal.verdict}")
         first = cal.p_hat if first is None else first
@@ -206,7 +214,7 @@ def process(ctx: Run, root: Candidate) -> Decision:
         if round_ == ctx.cfg.rounds:
             return _decide(ctx, root, cand, False, f"out_of_band_{cal.verdict}", None, first, cal.p_hat)
         try:
-            cand = refine(cand, val, snap.package, cal.verdict, refine_engine)
+            cand = refine(cand, val, snap.package, cal.verdict, refine_engine, cal, ctx.cfg.band)
         except CannotRefine:
             return _decide(ctx, root, cand, False, f"cannot_refine_{cal.verdict}", None, first, cal.p_hat)
     raise AssertionError("unreachable: the loop returns on its last round")
@@ -238,7 +246,14 @@ def _dedupe_key(cand: Candidate, val: Validation) -> tuple:
 
 
 def _restore_dedupe(ctx: Run) -> None:
-    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept)."""
+    """Rebuild the duplicate index from the decisions of an earlier run (first come, first kept), seeded
+    with the tasks of `exclude_tasks` (an earlier iteration's pool) so that none is generated again."""
+    if ctx.cfg.exclude_tasks is not None and ctx.cfg.exclude_tasks.is_file():
+        from leaf_cli.tasks import load_tasks
+
+        for task in load_tasks(ctx.cfg.exclude_tasks).tasks:
+            files = tuple(sorted({p for paths, _ in split_files(task.patch) for p in paths}))
+            ctx.dedupe.setdefault((files, tuple(sorted(task.FAIL_TO_PASS))), f"pool:{task.instance_id}")
     for decision in ctx.store.decisions.values():
         root = ctx.store.candidates.get(decision.root)
         val = ctx.store.validations.get(root.code_key()) if root else None

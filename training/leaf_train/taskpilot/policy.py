@@ -64,6 +64,28 @@ def _draw(key: str) -> float:
     return int(hashlib.sha256(key.encode()).hexdigest()[:12], 16) / float(1 << 48)
 
 
+class ScriptedFactory:
+    """The oracle's engines for one task. The eval runner asks `for_attempt(k)`: rollout k draws the same
+    outcome in any order, on any worker (threads or Ray tasks), and after a resume; a plain call numbers
+    the rollouts in call order from `first`."""
+
+    def __init__(self, patch: str, p: float, key: str, first: int = 0) -> None:
+        self.patch, self.p, self.key = patch, p, key
+        self.counter = itertools.count(first)  # next() on it is atomic under the GIL
+
+    def for_attempt(self, attempt: int) -> Engine:
+        return ScriptedOracle(self.patch, self.p, f"{self.key}:{attempt}")
+
+    def __call__(self) -> Engine:
+        return self.for_attempt(next(self.counter))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "counter"}  # a copy elsewhere uses for_attempt
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, counter=itertools.count(0))
+
+
 class Policy:
     """Parses a spec once; `factory(task, level, seed)` gives the engine factory for one task's rollouts."""
 
@@ -95,21 +117,20 @@ class Policy:
     def name(self) -> str:
         return self.spec
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to another process (a Ray worker) opens its own engines there."""
+        return {k: v for k, v in self.__dict__.items() if k != "_local"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _local=threading.local())
+
     def factory(self, task: Task, level: int | None, seed: int, first_rollout: int = 0) -> EngineFactory:
         """Engines for the rollouts of `task`, numbered from `first_rollout` (so a resumed run draws the
         same oracle outcomes as an uninterrupted one)."""
         if self.kind == "scripted":
             index = len(self.table) // 2 if level is None else min(level, len(self.table) - 1)
-            p = self.table[index]
-            counter = itertools.count(first_rollout)
-            lock = threading.Lock()
             statement = hashlib.sha256(task.problem_statement.encode()).hexdigest()[:12]
-
-            def scripted() -> Engine:
-                with lock:
-                    n = next(counter)
-                return ScriptedOracle(task.patch, p, f"{seed}:{task.instance_id}:{statement}:{n}")
-            return scripted
+            return ScriptedFactory(task.patch, self.table[index], f"{seed}:{task.instance_id}:{statement}", first_rollout)
         return self._model_factory()
 
     def _model_factory(self) -> EngineFactory:

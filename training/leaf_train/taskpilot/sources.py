@@ -90,15 +90,16 @@ def _pypi(spec: str, cache: Path) -> SourceTree:
 
 
 def _download_sdist(name: str, version: str, folder: Path) -> Path:
-    """The cached sdist, downloaded once. `--no-build-isolation` uses the installed setuptools for the
-    metadata step instead of building setuptools itself from source (20 s → 3 s here)."""
+    """The cached sdist, downloaded once. pip prepares its metadata with the package's own build backend
+    (setuptools, flit, hatch, poetry, ...) in an isolated build environment; `--no-binary NAME` asks for
+    the sdist of this package only, so the backend itself comes as a wheel (not built from source)."""
     folder.mkdir(parents=True, exist_ok=True)
     found = _find_sdist(folder, name, version)
     if found is not None:
         return found
-    result = run_process([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                          "--no-build-isolation", "--disable-pip-version-check", "-q", "-d", str(folder),
-                          f"{name}=={version}"], cwd=folder, timeout=600)
+    result = run_process([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name,
+                          "--disable-pip-version-check", "-q", "-d", str(folder), f"{name}=={version}"],
+                         cwd=folder, timeout=600)
     found = _find_sdist(folder, name, version)
     if not result.ok or found is None:
         tail = (result.stderr.strip() or result.stdout.strip())[-300:]
