@@ -266,7 +266,7 @@ def scenarios(path: Path, saved_states: bool) -> dict[str, str]:
         rollout = conv("TaskPilot task 7: make test_add pass")
         firsts.append(turn(rollout, tool_result(0)))
         turn(rollout, tool_result(1))
-    out["same-task rollouts, first turn of rollouts 2-3"] = f"{firsts[1]}, {firsts[2]} of {firsts[0]}"
+    out["same-task rollouts, first turn of rollouts 1-3"] = ", ".join(map(str, firsts))
     others = [turn(conv(f"Eval task {k}: fix issue number {k}")) for k in range(3)]
     out["different-task episodes, first turn"] = ", ".join(map(str, others))
     return out
