@@ -11,6 +11,7 @@ sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -124,7 +125,8 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
         raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
                         "agent's commands without one")
     state_root.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix="leaf-tmp-"))
+    _sweep_stale_tmp()
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))
     top = top.resolve()
     writable = [top, *[d for d in git_dirs if not d.is_relative_to(top)]]
     protect = _protected(top, git_dirs)
@@ -154,6 +156,23 @@ def _with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) -
     holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]
     client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(shell_dir / "sock"), "--"]
     return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env).start()
+
+
+_TMP_PREFIX = "leaf-tmp-"
+
+
+def _sweep_stale_tmp() -> None:
+    """Remove the private /tmp folders of leaf processes that are gone (killed before they could clean up)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
+        pid = folder.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
 
 
 def _protected(top: Path, git_dirs: tuple[Path, ...]) -> list[Path]:

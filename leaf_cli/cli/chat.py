@@ -209,7 +209,7 @@ class ChatSession:
         if self.episodes == 1:  # the first prompt (system prompt, tools, message) is seconds of prefill on a CPU
             view = _SpinUntilFirstEvent(view, self.console, "evaluating the prompt")
         self.current.view = view
-        limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
+        limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -60,7 +59,9 @@ def fix(
                            continue_=continue_, branch=branch, trajectory=trajectory)
     result = session.execute(plan)
     if json_out:
-        sys.stdout.write(json.dumps(result.as_json(), ensure_ascii=False) + "\n")
+        from leaf_cli.agent.trajectory import json_line  # valid UTF-8 also for a file name that is not
+
+        sys.stdout.write(json_line(result.as_json()) + "\n")
         sys.stdout.flush()
     raise typer.Exit(0 if result.exit_reason == "final_answer" else 1)
 

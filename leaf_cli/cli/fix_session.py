@@ -178,7 +178,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
         hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
-                           limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
+                           limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                            run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))

@@ -69,11 +69,23 @@ FinishReason = Literal["stop", "length", "error"]
 
 
 class TurnUsage(BaseModel):
-    """Token accounting for one assistant turn. `cached_tokens`: prompt tokens not evaluated again."""
+    """Token accounting for one assistant turn. `cached_tokens`: prompt tokens not evaluated again.
 
-    prompt_tokens: int = 0
+    None means unknown: a server that returns no usage (llama_cpp.server when streaming) is never read as 0.
+    """
+
+    prompt_tokens: int | None = None
     cached_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.prompt_tokens is not None and self.completion_tokens is not None
+
+    @property
+    def total(self) -> int | None:
+        """prompt + completion, or None when either is unknown."""
+        return self.prompt_tokens + self.completion_tokens if self.known else None  # type: ignore[operator]
 
 
 class AssistantTurn(BaseModel):

@@ -82,3 +82,19 @@ def test_sigterm_kills_the_tool_and_saves_interrupted(git_repo: Path, tmp_path: 
     time.sleep(0.5)
     assert not (git_repo / "late.txt").exists()
     assert "sleep 60" not in os.popen("ps -eo args").read()
+
+
+def test_repository_settings_need_trust_once(git_repo: Path, tmp_path: Path) -> None:
+    """A .leaf.toml that sets mode is asked about once on a terminal; yes is remembered."""
+    (git_repo / ".leaf.toml").write_text('mode = "yolo"\n')
+    spec = script(tmp_path / "s.jsonl", turn(call("Write", file_path="new.py", content="x = 1\n")), {"content": "done"})
+    child = _spawn(git_repo, "--model", spec, "add a file")
+    child.expect_exact("[y]es, [n]o")
+    child.sendline("y")
+    child.expect("Keep the changes")  # yolo from the now-trusted file: the Write was not asked about
+    assert "Allow Write" not in child.before
+    child.sendline("k")
+    child.expect(pexpect.EOF)
+    child = _spawn(git_repo, "--model", script(tmp_path / "t.jsonl", {"content": "nothing"}), "again")
+    child.expect(pexpect.EOF)
+    assert "Trust it?" not in child.before
