@@ -77,12 +77,13 @@ def bench_glob(tree: Path, repeat: int) -> list[tuple[str, float, float]]:
     warm, as they are for git). Warm: the same Workspace again, as an agent globs repeatedly (a stat per
     folder). Both against `git ls-files`, which reads the index and never looks at the folders."""
     from leaf_cli.tools import Workspace
-    from leaf_cli.tools.glob import GlobArgs, run_glob
+    from leaf_cli.tools.args import CallArgs
+    from leaf_cli.tools.glob import run_glob
 
     rows = []
     folders = random.Random(2).sample(sorted(p for p in tree.glob("*/*/*") if p.is_dir()), 10)
     for pattern, git_args in [("**/*.py", ["git", "ls-files", "--", "*.py"]), ("**/*", ["git", "ls-files"])]:
-        args, ws, edited = GlobArgs(pattern=pattern), Workspace(tree), Workspace(tree)
+        args, ws, edited = CallArgs({"pattern": pattern}), Workspace(tree), Workspace(tree)
 
         def after_edits() -> float:
             """A warm Glob after a file was added to (or removed from) 10 folders: those are read again."""
@@ -110,12 +111,13 @@ def bench_read(tree: Path, n: int, repeat: int) -> list[tuple[str, float, float]
     """N Read calls (argument validation included, as the agent loop does it) against one `cat` of all N
     files (the floor: one process) and one `cat` per file (what an agent's Bash would do)."""
     from leaf_cli.tools import Workspace
-    from leaf_cli.tools.read import ReadArgs, run_read
+    from leaf_cli.tools.args import CallArgs
+    from leaf_cli.tools.read import run_read
 
     ws = Workspace(tree)
     listed = subprocess.run(["git", "ls-files"], cwd=tree, capture_output=True, text=True, check=True).stdout.split()
     paths = random.Random(1).sample(listed, n)
-    leaf = lambda: [run_read(ReadArgs(file_path=p), ws) for p in paths]  # noqa: E731
+    leaf = lambda: [run_read(CallArgs({"file_path": p}), ws) for p in paths]  # noqa: E731
     t = side_by_side({"leaf": leaf, "cat": shell(["cat", *paths], tree)}, repeat)
     per_file = side_by_side({"leaf": leaf, "cat": lambda: [subprocess.run(["cat", p], cwd=tree, stdout=subprocess.DEVNULL)
                                                            for p in paths]}, max(1, repeat // 2))
@@ -126,12 +128,13 @@ def bench_read(tree: Path, n: int, repeat: int) -> list[tuple[str, float, float]
 _PROBE = """
 import resource, sys, time, tracemalloc
 from leaf_cli.tools import Workspace
-from leaf_cli.tools.bash import BashArgs, run_bash
+from leaf_cli.tools.args import CallArgs
+from leaf_cli.tools.bash import run_bash
 ws = Workspace(sys.argv[1])
-run_bash(BashArgs(command="true"), ws)  # warm: imports and first-call allocations on both sides
+run_bash(CallArgs({"command": "true"}), ws)  # warm: imports and first-call allocations on both sides
 tracemalloc.start()
 t = time.perf_counter()
-out = run_bash(BashArgs(command=sys.argv[2]), ws)
+out = run_bash(CallArgs({"command": sys.argv[2]}), ws)
 seconds = time.perf_counter() - t
 peak = tracemalloc.get_traced_memory()[1]
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, peak, len(out), seconds)

@@ -1,7 +1,10 @@
 """`run_episode`: the one loop behind `leaf fix`, `leaf eval`, TaskPilot calibration and RL rollouts.
 
 Ask the engine; run each tool call in order and append its result; a reply without tool calls is the final
-answer. Every limit is checked in `_check_limits`, every exit is an `EpisodeEnd` exception.
+answer. Limits are checked where FrogNano's harness checked them (its `agent.py`): turns and time before a
+turn, a cut reply right after it (its tool calls are not run), the context after the turn's tools, their
+output included. Every exit is an `EpisodeEnd` exception. leaf's own safeguards (`loop`, `format_error`
+and its message) are switches in `Limits`, off by default; `Limits.with_safeguards()` turns them on.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pydantic import BaseModel, Field
 from leaf_cli.agent import events as ev
 from leaf_cli.agent.exits import EpisodeEnd, ExitReason, FinalAnswer, LimitExceeded, Looping, RepeatedFormatError
 from leaf_cli.agent.prompt import FORMAT_ERROR_MESSAGE, SYSTEM_PROMPT
+from leaf_cli.agent.context import TokenCounter
 from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord
 from leaf_cli.llm.engine import ContextOverflow, Engine, EngineError, ReplayExhausted, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, ToolCall
@@ -26,13 +30,30 @@ Gate = Callable[[ToolCall], "str | None"]
 
 
 class Limits(BaseModel):
-    """When an episode stops if the model does not stop first. Defaults follow FrogNano's evaluation."""
+    """When an episode stops if the model does not stop first.
+
+    The defaults are FrogNano's loop exactly (its evaluation limits, no safeguard): what `leaf eval`,
+    TaskPilot and RL run. `Limits.with_safeguards()` adds leaf's own for `leaf fix` and `leaf chat`.
+    """
 
     max_turns: int = Field(100, description="Most assistant turns.")
-    max_context: int = Field(65_536, description="Most tokens in the context (prompt + reply).")
+    max_context: int = Field(65_536, description="The episode ends once the context (the last reply's prompt and "
+                             "completion, plus the tool results appended after it) reaches this many tokens; 0: no limit.")
     max_seconds: float = Field(3_000.0, description="Wall-clock limit for the whole episode.")
-    max_format_errors: int = Field(3, description="Unparseable tool calls in a row before `format_error`.")
-    max_repeats: int = Field(5, description="Identical tool calls in a row before `loop`.")
+    max_format_errors: int | None = Field(None, description="Safeguard: unparseable tool calls in a row before "
+                                          "`format_error`. None (off): such a reply is the final answer, as in "
+                                          "FrogNano's harness, whose server left the text as content.")
+    format_error_message: bool = Field(False, description="With the format-error safeguard on, answer an "
+                                       "unparseable call with a user message that says so (FORMAT_ERROR_MESSAGE); "
+                                       "off, the model is simply asked again.")
+    max_repeats: int | None = Field(None, description="Safeguard: identical tool calls in a row before `loop`. "
+                                    "None: off.")
+
+    @classmethod
+    def with_safeguards(cls, **overrides: object) -> "Limits":
+        """leaf's safeguards on (`leaf fix`, `leaf chat`): `loop` after 5 identical calls in a row,
+        `format_error` after 3 unparseable ones, each answered by the format-error message."""
+        return cls(**{"max_format_errors": 3, "format_error_message": True, "max_repeats": 5, **overrides})
 
 
 def run_episode(
@@ -86,6 +107,7 @@ def run_episode(
     finally:
         traj.wall_seconds = round(time.monotonic() - start, 3)
         traj.token_log = conv.token_log
+        workspace.end_episode()  # Bash jobs live across calls, not past the episode (before the patch is taken)
         if patch_fn is not None:
             traj.patch = patch_fn()
         writer.close(traj)
@@ -99,6 +121,7 @@ class _Loop:
         self.sampling, self.limits, self.emit, self.gate = sampling, limits, emit, gate
         self.final_tool = final_tool.lower() if final_tool else None
         self.schemas = tool_schemas(tools)
+        self.counter = TokenCounter(engine)
         self.format_errors = 0
         self.repeats: tuple[str, int] = ("", 0)
         self.start = time.monotonic()
@@ -119,27 +142,42 @@ class _Loop:
             writer.sync(traj)
 
     def _after_turn(self, turn: AssistantTurn, conv: Conversation) -> None:
-        used = turn.usage.prompt_tokens + turn.usage.completion_tokens
-        if used > self.limits.max_context:
-            raise LimitExceeded(f"context of {used} tokens exceeds {self.limits.max_context}", ExitReason.MAX_CONTEXT)
         if turn.finish_reason == "length":
-            raise LimitExceeded(f"reply cut at {self.sampling.max_tokens} tokens", ExitReason.MAX_TOKENS)
-        if turn.parse_error and not turn.tool_calls:
+            raise LimitExceeded(f"reply cut at {self.sampling.max_tokens} tokens", self._cut_reason(turn))
+        if turn.parse_error and not turn.tool_calls and self.limits.max_format_errors is not None:
             self._format_error(turn.parse_error, conv)
             return
         self.format_errors = 0
         if not turn.tool_calls and self.final_tool is None:
             raise FinalAnswer("the model replied without a tool call")
+        context = turn.usage.total or self.counter.messages(conv.messages)
+        results = []
         for number, call in enumerate(turn.tool_calls):
             if number and time.monotonic() - self.start > self.limits.max_seconds:  # --max-time inside a turn too
                 raise LimitExceeded(f"{self.limits.max_seconds:.0f} s", ExitReason.MAX_TIME)
             self._count_repeat(call)
             result = self._run_tool(call)
-            conv.append(Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name))
+            message = Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name)
+            conv.append(message)
+            results.append(message)
             if self.final_tool is not None and call.name.lower() == self.final_tool:
                 raise FinalAnswer(f"the model called {call.name}")
         if not turn.tool_calls:
             conv.append(Message(role="user", content=f"Call the `{self.final_tool}` tool when you are done."))
+        context += self.counter.tool_results(results)
+        if self.limits.max_context > 0 and context >= self.limits.max_context:
+            raise LimitExceeded(f"context of {context} tokens reached {self.limits.max_context}", ExitReason.MAX_CONTEXT)
+
+    def _cut_reason(self, turn: AssistantTurn) -> ExitReason:
+        """FrogNano's reading of a cut reply: one that also filled the context is `max_context`."""
+        cap, limit = self.sampling.max_tokens, self.limits.max_context
+        if turn.usage.known:
+            if limit > 0 and turn.usage.total >= limit:  # type: ignore[operator]
+                return ExitReason.MAX_CONTEXT
+            if cap and turn.usage.completion_tokens >= cap:  # type: ignore[operator]
+                return ExitReason.MAX_TOKENS
+            return ExitReason.MAX_CONTEXT
+        return ExitReason.MAX_TOKENS if cap else ExitReason.MAX_CONTEXT
 
     def _run_tool(self, call: ToolCall) -> ToolResult:
         self.emit(ev.ToolStarted(call))
@@ -155,11 +193,14 @@ class _Loop:
     def _format_error(self, detail: str, conv: Conversation) -> None:
         self.format_errors += 1
         self.emit(ev.FormatErrorNotice(detail))
-        if self.format_errors >= self.limits.max_format_errors:
+        if self.format_errors >= (self.limits.max_format_errors or 0):
             raise RepeatedFormatError(f"{self.format_errors} unparseable tool calls in a row: {detail}")
-        conv.append(Message(role="user", content=FORMAT_ERROR_MESSAGE.format(detail=detail)))
+        if self.limits.format_error_message:
+            conv.append(Message(role="user", content=FORMAT_ERROR_MESSAGE.format(detail=detail)))
 
     def _count_repeat(self, call: ToolCall) -> None:
+        if self.limits.max_repeats is None:
+            return
         key = call.key()
         count = self.repeats[1] + 1 if self.repeats[0] == key else 1
         self.repeats = (key, count)

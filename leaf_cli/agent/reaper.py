@@ -106,7 +106,8 @@ class Reaper:
         watchdog = None
         if enabled and watch:
             skip = ",".join(str(p) for p in before)
-            watchdog = subprocess.Popen([sys.executable, "-m", "leaf_cli.agent.reaper", str(os.getpid()), skip],
+            # Run by path with -I -S: this file needs only the standard library, whatever PYTHONPATH says.
+            watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, str(os.getpid()), skip],
                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         start_new_session=True, env={"PATH": os.environ.get("PATH", "")})
             before.add(watchdog.pid)

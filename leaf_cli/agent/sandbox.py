@@ -11,13 +11,17 @@ sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
+from leaf_cli.tools.bwrap import PRIVATE_TMP
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
 
@@ -33,22 +37,66 @@ NO_SANDBOX_WARNING = ("leaf: warning: --sandbox none: the agent's commands run a
                       "they leave running, and never runs the repository's git hooks or filters itself.")
 
 
+SHELL_START_TIMEOUT = 15.0
+"""Seconds the episode's sandbox gets to start its command server."""
+
+
 @dataclass
 class AgentSandbox:
-    """What Workspace needs (`prefix`) and what to clean up when the episode ends (`close`)."""
+    """What Workspace needs (`prefix`) and what to clean up when the episode ends (`end_episode`, `close`).
+
+    With bubblewrap, `holder` is the episode's one bwrap, running the command server; `prefix` is then the
+    client that hands each command to it (sandbox_shell.py).
+    """
 
     kind: str
     prefix: list[str] = field(default_factory=list)
     tmp_dir: Path | None = None
+    holder_argv: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    holder: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "AgentSandbox":
+        """Start the episode's sandbox (its pid namespace and command server)."""
+        if not self.holder_argv or self.tmp_dir is None:
+            return self
+        socket_path = self.tmp_dir / ".leaf" / "sock"
+        socket_path.unlink(missing_ok=True)
+        self.holder = subprocess.Popen(self.holder_argv, env=self.env, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + SHELL_START_TIMEOUT
+        while not socket_path.exists():
+            if self.holder.poll() is not None or time.monotonic() > deadline:
+                self._stop_holder()
+                raise LeafError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
+                                "here?); pass --sandbox none to run the agent's commands without one")
+            time.sleep(0.01)
+        return self
+
+    def end_episode(self) -> None:
+        """Kill every process of the episode (the whole pid namespace); `ensure_started` makes a fresh one."""
+        self._stop_holder()
+
+    def ensure_started(self) -> None:
+        """Before an episode: the sandbox's command server is running (started again after `end_episode`)."""
+        if self.holder is None and self.holder_argv:
+            self.start()
 
     def close(self) -> None:
+        self._stop_holder()
         if self.tmp_dir is not None:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             self.tmp_dir = None
 
+    def _stop_holder(self) -> None:
+        if self.holder is not None:
+            self.holder.kill()  # bwrap's pid-namespace init dies with it (--die-with-parent), and so does all inside
+            self.holder.wait()
+            self.holder = None
+
 
 def resolve_kind(kind: str) -> str:
-    """`auto` becomes this platform's sandbox; an unknown name lists the valid ones."""
+    """`auto` becomes this platform's sandbox (none where leaf has none); an unknown name lists the valid ones."""
     if kind not in SANDBOXES:
         raise LeafError(f"unknown sandbox {kind!r}; choose one of: {', '.join(SANDBOXES)}")
     if kind != "auto":
@@ -57,12 +105,22 @@ def resolve_kind(kind: str) -> str:
         return "sandbox-exec"
     if sys.platform.startswith("linux"):
         return "bwrap"
-    raise LeafError(f"leaf has no sandbox for {sys.platform}; pass --sandbox none to run the agent's commands "
-                    "without one")
+    return "none"  # no sandbox exists for this platform: run without one, after the warning
+
+
+def sandbox_program(kind: str) -> str:
+    """The program of sandbox `kind` (bwrap or sandbox-exec); LeafError with the install hint when missing."""
+    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
+    if exe is None:
+        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
+                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
+        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
+                        "agent's commands without one")
+    return exe
 
 
 def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: bool = False,
-                 git_dirs: tuple[Path, ...] = ()) -> AgentSandbox:
+                 git_dirs: tuple[Path, ...] = (), env: dict[str, str] | None = None) -> AgentSandbox:
     """The sandbox for one episode in work tree `top` (commands start in `cwd`).
 
     `git_dirs` are the repository's git dir and common dir when they lie outside `top` (a linked worktree):
@@ -71,14 +129,10 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     kind = resolve_kind(kind)
     if kind == "none":
         return AgentSandbox("none")
-    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
-    if exe is None:
-        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
-                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
-        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
-                        "agent's commands without one")
+    exe = sandbox_program(kind)
     state_root.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix="leaf-tmp-"))
+    _sweep_stale_tmp()
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))
     top = top.resolve()
     writable = [top, *[d for d in git_dirs if not d.is_relative_to(top)]]
     protect = _protected(top, git_dirs)
@@ -86,14 +140,45 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     if kind == "bwrap":
         from leaf_cli.tools.bwrap import bwrap_argv
 
-        prefix = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
-                            protect=protect, hidden=hidden)
+        sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
+                             protect=protect, hidden=hidden)
+        return _with_shell(sandbox, tmp_dir, env)
     else:
         from leaf_cli.tools.seatbelt import seatbelt_argv, seatbelt_profile
 
         prefix = seatbelt_argv(exe, seatbelt_profile(writable=writable, tmp_dir=tmp_dir, protect=protect,
                                                      hidden=hidden, network=network))
     return AgentSandbox(kind, prefix, tmp_dir)
+
+
+def _with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) -> AgentSandbox:
+    """The episode's bwrap running the command server, and the client argv each command runs through."""
+    from leaf_cli.agent import sandbox_shell
+
+    shell_dir = tmp_dir / ".leaf"
+    shell_dir.mkdir()
+    (shell_dir / "shell.py").write_text(Path(sandbox_shell.__file__).read_text())
+    inside = f"{PRIVATE_TMP}/.leaf"
+    holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]
+    client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(shell_dir / "sock"), "--"]
+    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env).start()
+
+
+_TMP_PREFIX = "leaf-tmp-"
+
+
+def _sweep_stale_tmp() -> None:
+    """Remove the private /tmp folders of leaf processes that are gone (killed before they could clean up)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
+        pid = folder.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
 
 
 def _protected(top: Path, git_dirs: tuple[Path, ...]) -> list[Path]:
@@ -105,7 +190,8 @@ def _protected(top: Path, git_dirs: tuple[Path, ...]) -> list[Path]:
     for git_dir in dirs:
         if not git_dir.is_dir():
             continue
-        (git_dir / "hooks").mkdir(exist_ok=True)
+        if (git_dir / "objects").is_dir():  # the common dir: the one whose hooks git runs
+            (git_dir / "hooks").mkdir(exist_ok=True)
         found += [p for p in (git_dir / "config", git_dir / "config.worktree", git_dir / "hooks") if p.exists()]
     return found
 

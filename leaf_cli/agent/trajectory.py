@@ -47,10 +47,20 @@ class Trajectory(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def usage(self) -> dict[str, Any]:
-        """`usage.turns` (one entry per assistant turn) and the totals beside it."""
+        """`usage.turns` (one entry per assistant turn) and the totals beside it.
+
+        A total is None (unknown) when some turn's count is unknown: a sum of the known ones would read as
+        a smaller true figure. `unknown_turns` says how many turns the server gave no usage for.
+        """
         turns = [t.usage.model_dump() for t in self.turns]
-        totals = {k: sum(t[k] for t in turns) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
-        return {"turns": turns, **totals, "total_tokens": totals["prompt_tokens"] + totals["completion_tokens"]}
+        totals: dict[str, int | None] = {}
+        for key in ("prompt_tokens", "cached_tokens", "completion_tokens"):
+            values = [t[key] for t in turns]
+            totals[key] = None if None in values else sum(values)
+        prompt, completion = totals["prompt_tokens"], totals["completion_tokens"]
+        total = None if prompt is None or completion is None else prompt + completion
+        unknown = sum(1 for t in self.turns if not t.usage.known)
+        return {"turns": turns, **totals, "total_tokens": total, "unknown_turns": unknown}
 
     def final_answer(self) -> str:
         last = self.messages[-1] if self.messages else None
@@ -90,7 +100,19 @@ class TrajectoryWriter:
             return
         with self.path.open("a", encoding="utf-8") as f:
             for line in lines:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                f.write(json_line(line) + "\n")
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One JSON line, readable UTF-8. Text with lone surrogates (a file name that is not UTF-8, as Python's
+    os functions return it) cannot be written as UTF-8, so that line is written with JSON's `\\u` escapes,
+    which read back to the same string."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record)
+    return text
 
 
 def load(path: Path) -> Trajectory:

@@ -41,6 +41,7 @@ def chat(
     constrain_tools: opt.ConstrainTools = None,
     temperature: opt.Temperature = None,
     seed: opt.Seed = None,
+    thinking_budget: opt.ThinkingBudget = None,
 ) -> None:
     """Talk to the agent in this git repository; each message runs it until its answer.
 
@@ -61,7 +62,7 @@ def chat(
     top = ensure_git_work_tree(root)
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
              "mode": mode, "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
-             "temperature": temperature, "seed": seed}
+             "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget}
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust)
@@ -208,12 +209,16 @@ class ChatSession:
         if self.episodes == 1:  # the first prompt (system prompt, tools, message) is seconds of prefill on a CPU
             view = _SpinUntilFirstEvent(view, self.console, "evaluating the prompt")
         self.current.view = view
-        limits = Limits(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
+        limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
 
+        from leaf_cli.cli.fix_session import hook_episode_end
+
         traj = None
+        self.sandbox.ensure_started()
         reaper = Reaper.start(watch=self.sandbox.kind == "none")
+        hook_episode_end(self.workspace, reaper, self.sandbox)
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
@@ -224,6 +229,7 @@ class ChatSession:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
             reaper.stop()
+            self.sandbox.end_episode()  # the message's background jobs end with its episode
             view.pause()
             with _sigint_held():
                 settle(self.conversation)

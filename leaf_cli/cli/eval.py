@@ -83,6 +83,8 @@ def run(
     base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).")] = None,
     p2p_skip_ok: P2PSkipOpt = False,
     run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).")] = "",
+    safeguards: Annotated[bool, typer.Option(help="Add leaf's `loop` and `format_error` safeguards and the "
+                                             "format-error message (off: FrogNano's loop exactly).")] = False,
     ray: RayOpt = None,
 ) -> None:
     """Run the agent on every task N times, grade each attempt, write predictions, results and summary."""
@@ -97,8 +99,11 @@ def run(
     chosen = get_preset(preset) if preset else None
     profile = get_harness(harness or (chosen.harness if chosen else None))
     attempts = attempts or (chosen.attempts if chosen else 1)
-    limits = (chosen.limits if chosen else Limits()).model_copy(
-        update={"max_turns": max_turns} if max_turns is not None else {})
+    update = {"max_turns": max_turns} if max_turns is not None else {}
+    if safeguards:
+        update.update(Limits.with_safeguards().model_dump(include={"max_format_errors", "format_error_message",
+                                                                   "max_repeats"}))
+    limits = (chosen.limits if chosen else Limits()).model_copy(update=update)
     sandbox_name = _sandbox_name(sandbox, chosen.sandbox if chosen else None, task_file.tasks)
     check_image_tasks(task_file.tasks, sandbox_name or "")  # no Docker: one line, before anything runs
     factory = _engine_factory(model, base_url)

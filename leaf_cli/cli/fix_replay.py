@@ -57,7 +57,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
         try:
             workspace = Workspace(root=copy, env=scrub_env(os.environ, settings.pass_env), bash_prefix=box.prefix)
             again = run_episode(recorded.messages[first_user].content, engine, workspace,
-                                limits=Limits(max_turns=len(script) + 1), gate=make_gate("yolo", copy), **kwargs)
+                                limits=Limits.with_safeguards(max_turns=len(script) + 1), gate=make_gate("yolo", copy), **kwargs)
         finally:
             reaper.stop()
             box.close()

@@ -58,6 +58,7 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust if _on_terminal(json_out, yes) else None)
+    _check_sandbox(settings.sandbox)  # a missing bubblewrap is said before any checkpoint is made
     task = _read_task(text, issue_file, gh, top)
     conversation, continued_from = _continuation(top) if continue_ else (None, None)
     if not continue_:
@@ -70,6 +71,14 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
                 interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
                 conversation=conversation, continued_from=continued_from)
+
+
+def _check_sandbox(kind: str) -> None:
+    from leaf_cli.agent.sandbox import resolve_kind, sandbox_program
+
+    resolved = resolve_kind(kind)
+    if resolved != "none":
+        sandbox_program(resolved)
 
 
 def _on_terminal(json_out: bool, yes: bool) -> bool:
@@ -176,8 +185,9 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     reaper = Reaper.start(watch=sandbox.kind == "none")
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
+        hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
-                           limits=Limits(max_turns=settings.max_turns, max_seconds=settings.max_time),
+                           limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                            run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
@@ -204,6 +214,15 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
 
 
+def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:
+    """Kill the agent's escaped processes and the sandbox's jobs where the episode's own cleanup runs
+    (Workspace.jobs, when the tools have one), so nothing is left writing while the patch is taken. Both
+    calls are idempotent; the caller makes them again after the episode for tools without that hook."""
+    jobs = getattr(workspace, "jobs", None)
+    if jobs is not None and hasattr(jobs, "on_close"):
+        jobs.on_close.append(lambda _sessions: (reaper.stop(), sandbox.end_episode()))
+
+
 def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
     """The sandbox for the agent's commands (`--sandbox`, bwrap or Seatbelt by default); warns for none."""
     from leaf_cli.agent.sandbox import NO_SANDBOX_WARNING, open_sandbox, resolve_kind
@@ -215,9 +234,12 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
 
         print(NO_SANDBOX_WARNING.format(state=state_root()), file=sys.stderr)
         make_undumpable()  # no /proc/<leaf>/environ or fd/1 for the agent's commands (same user, not root)
+    from leaf_cli.agent.secrets import scrub_env
+
     paths = locate(top)
     git_dirs = tuple(dict.fromkeys((paths.git_dir, paths.common_dir))) if paths else ()
-    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs)
+    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs,
+                        env=scrub_env(os.environ, settings.pass_env))
 
 
 def sampling_for_model(settings: Any) -> Any:
@@ -231,7 +253,7 @@ def sampling_for_model(settings: Any) -> Any:
     except LeafError:
         sampling = None
     sampling = sampling or Sampling()
-    overrides = {k: v for k in ("temperature", "seed") if (v := getattr(settings, k)) is not None}
+    overrides = {k: v for k in ("temperature", "seed", "thinking_budget") if (v := getattr(settings, k, None)) is not None}
     return sampling.model_copy(update=overrides)
 
 
@@ -274,4 +296,4 @@ def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
 
 
 __all__ = ["Plan", "Result", "confirm_prompt", "execute", "make_engine_for", "prepare", "sampling_for_model",
-           "open_agent_sandbox"]
+           "hook_episode_end", "open_agent_sandbox"]

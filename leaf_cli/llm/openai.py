@@ -25,8 +25,17 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Parameters outside OpenAI's own API; strict servers reject them with a 400, after which leaf stops sending them.
 EXTRA_PARAMS = ("top_k", "min_p", "repeat_penalty", "repetition_penalty", "chat_template_kwargs",
                 "parallel_tool_calls", "stream_options")
-_OVERFLOW = re.compile(r"context[_ ]length|context window|context size|maximum context|too many tokens|"
-                       r"prompt is too long|exceeds? the (available )?context", re.I)
+# FrogNano's harness read these as the context filling up (`max_context_len`), leaf as `max_context`.
+_OVERFLOW = re.compile(r"context[_ ]length[_ ]exceeded|reduce the length|maximum context length|"
+                       r"context length.*exceed|exceed.*context length|context window|context size|"
+                       r"too many tokens|prompt is too long|exceeds? the (available )?context", re.I)
+TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
+"""Both carry the turn's cap: OpenAI's current name, and the one llama_cpp.server and older servers read
+(they ignore the other silently). A server that rejects one of them gets the other alone."""
+# A server whose template cannot render the conversation (llama_cpp.server's Jinja has no `from_json`, which the
+# Qwen3.5 template applies to string tool-call arguments) answers 500; it is not transient.
+_TEMPLATE_FAILURE = re.compile(r"no filter named|TemplateSyntaxError|TemplateRuntimeError|UndefinedError|"
+                               r"jinja|chat template", re.I)
 _CALL_MARKUP = ("<tool_call", "<function=", "<think>", "</think>", "```", '"arguments"')
 
 
@@ -62,6 +71,7 @@ class OpenAIEngine:
         self.backoff = backoff
         self._sleep = sleep
         self._send_extras = True
+        self._rejected: set[str] = set()  # token-cap fields this server refused
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, transport=transport,
                                     timeout=httpx.Timeout(timeout, connect=10.0))
@@ -86,11 +96,14 @@ class OpenAIEngine:
         body: dict[str, Any] = {
             "model": self.model or self._discover_model(),
             "messages": [m.to_openai() for m in conversation.messages],
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature, "top_p": sampling.top_p,
             "stream": self.stream,
             "top_k": sampling.top_k, "min_p": sampling.min_p,
             "chat_template_kwargs": {"enable_thinking": sampling.enable_thinking},
         }
+        for field in TOKEN_FIELDS:
+            if field not in self._rejected:
+                body[field] = sampling.max_tokens
         if sampling.repeat_penalty != 1.0:  # llama.cpp's name and vLLM's name for the same knob
             body["repeat_penalty"] = body["repetition_penalty"] = sampling.repeat_penalty
         if sampling.seed is not None:
@@ -117,6 +130,7 @@ class OpenAIEngine:
         while True:
             sent = body if self._send_extras else {k: v for k, v in body.items() if k not in EXTRA_PARAMS}
             delivered = [False]  # set once a delta reached on_delta: a retry then would show text twice
+            answered = False  # the server sent a status line: a transport error after it is not "unreachable"
 
             def relay(kind: Any, text: str) -> None:
                 delivered[0] = True
@@ -125,6 +139,7 @@ class OpenAIEngine:
 
             try:
                 with self._client.stream("POST", self.url, json=sent) as response:
+                    answered = True
                     if response.status_code >= 400:
                         response.read()
                         if self._adapt(response, body):
@@ -141,6 +156,12 @@ class OpenAIEngine:
                 body.pop("stream_options", None)
                 continue
             except httpx.TransportError as exc:
+                if answered and not delivered[0] and body.get("stream"):
+                    # llama_cpp.server answers 200, then drops the stream when the request fails before the
+                    # first token (a chat template error): unstreamed, the same request returns the real error.
+                    body["stream"] = False
+                    body.pop("stream_options", None)
+                    continue
                 if delivered[0] or attempt >= self.max_retries:
                     raise EngineError(f"cannot reach the model server at {self.base_url}: "
                                       f"{type(exc).__name__}: {str(exc) or 'connection failed'}") from None
@@ -157,6 +178,12 @@ class OpenAIEngine:
         if response.status_code not in (400, 422) or _OVERFLOW.search(response.text):
             return False
         text = response.text
+        named = {m.start(): m.group(0) for m in re.finditer(r"\bmax_(?:completion_)?tokens\b", text)}
+        if named and all(field in body for field in TOKEN_FIELDS):
+            field = named[min(named)]  # the one the error names first ("'max_tokens' is not supported; use ...")
+            self._rejected.add(field)
+            del body[field]
+            return True
         if self._send_extras and any(p in text for p in EXTRA_PARAMS):
             self._send_extras = False
             return True
@@ -170,10 +197,12 @@ class OpenAIEngine:
         """Raise the right error for a failed response, or return a Retry-After hint to retry."""
         message = _error_message(response)
         code = response.status_code
+        if _OVERFLOW.search(message) or _OVERFLOW.search(response.text):
+            raise ContextOverflow(f"the conversation does not fit the server's context: {message}")
+        if _TEMPLATE_FAILURE.search(message):  # the same conversation fails the same way: no retry
+            raise EngineError(f"the model server's chat template failed on this conversation (HTTP {code}): {message}")
         if code in RETRY_STATUS and attempt < self.max_retries:
             return _retry_after(response)
-        if code in (400, 413, 422) and _OVERFLOW.search(message):
-            raise ContextOverflow(f"the conversation does not fit the server's context: {message}")
         if code in (401, 403):
             raise EngineError(f"the model server refused the request (HTTP {code}: {message}); "
                               "check --api-key / LEAF_API_KEY")
@@ -227,7 +256,10 @@ class _StreamAssembler:
     def add(self, event: dict[str, Any]) -> None:
         self.events += 1
         if "error" in event:
-            raise EngineError(f"the model server failed mid-reply: {_message_of(event['error'])}")
+            message = _message_of(event["error"])
+            if _OVERFLOW.search(message):
+                raise ContextOverflow(f"the conversation does not fit the server's context: {message}")
+            raise EngineError(f"the model server failed mid-reply: {message}")
         self.usage = event.get("usage") or self.usage
         if event.get("timings"):
             self.usage = {**self.usage, "timings": event["timings"]}
@@ -316,12 +348,17 @@ def _tool_call(raw: dict[str, Any], index: int) -> ToolCall:
 
 
 def _usage(raw: dict[str, Any]) -> TurnUsage:
+    """The server's counts; one it did not send stays None (unknown), never 0."""
     details = raw.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens")
     if cached is None:  # llama-server reports its prompt cache in `timings.cache_n`
         cached = (raw.get("timings") or {}).get("cache_n", 0)
-    return TurnUsage(prompt_tokens=int(raw.get("prompt_tokens") or 0), cached_tokens=int(cached or 0),
-                     completion_tokens=int(raw.get("completion_tokens") or 0))
+    return TurnUsage(prompt_tokens=_count(raw.get("prompt_tokens")), cached_tokens=int(cached or 0),
+                     completion_tokens=_count(raw.get("completion_tokens")))
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -2,10 +2,18 @@
 
 Formats: Qwen3-Coder XML (`<tool_call><function=NAME><parameter=K>V</parameter>…`, Qwen3.5 and FrogNano),
 Hermes JSON (`<tool_call>{"name": …, "arguments": {…}}</tool_call>`), a call in a ```json / ```tool fence,
-and a bare JSON object with `name` and `arguments`. `<think>…</think>` is reasoning, also when the generation
-prompt opened `<think>` (`in_reasoning=True`) and when a `<tool_call>` starts before `</think>` closes (vLLM
-reads `<tool_call>` as the end of reasoning too). A reply that looks like a call but cannot be parsed gets a
-`parse_error`, which the loop answers with a format-error message; plain text is a final answer.
+and a bare JSON object with `name` and `arguments`.
+
+As the servers parse it (vLLM's `qwen3_coder`, SGLang's detector, llama.cpp's Qwen3.5 parser):
+- Everything before `</think>` is reasoning, also when the generation prompt opened `<think>`
+  (`in_reasoning=True`); a `<tool_call>` in it is reasoning, never a call. Reasoning that never closes holds
+  no call.
+- An XML call is read in order: `<function=NAME>`, then each `<parameter=K>` whose value runs to its own
+  `</parameter>`, so a value may hold `<tool_call>`, `<parameter=` or `<function=` (a file being written).
+- A function tag without its `>` and a name that is not a plain identifier (an unrendered template such as
+  `{{ name }}`) are not calls. Values are typed by the tool's schema as `qwen3_coder` types them (repair.py).
+A reply with call markup that gives no call gets a `parse_error`, which the loop can answer with a
+format-error message; plain text (a code block that mentions `"arguments":` included) is a final answer.
 """
 
 from __future__ import annotations
@@ -21,11 +29,11 @@ from leaf_cli.llm.repair import coerce_value, loads_lenient
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
-_FUNCTION = re.compile(r"<function=([^>\n]*)>?(.*?)(?:</function>|(?=<function=)|\Z)", re.S)
-_PARAMETER = re.compile(r"<parameter=([^>\n]*)>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|\Z)", re.S)
 _FENCE = re.compile(r"```(?:json|tool|tool_call|tool_code)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_CALL_LOOKING = re.compile(r"<tool_call|<function=|</tool_call>|\"arguments\"\s*:")
+_CALL_LOOKING = re.compile(r"<tool_call|<function=|</tool_call>")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
+_FUNCTION_TAG = re.compile(r"<function=([^>\n]*)>")
+_PARAMETER_TAG = re.compile(r"\s*<parameter=([^>\n]*)>")
 
 
 class ParsedReply(BaseModel):
@@ -51,7 +59,7 @@ def parse_reply(text: str, tools: list[dict[str, Any]], *, in_reasoning: bool = 
 
 
 def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, str]:
-    """(reasoning, the rest). Reasoning ends at `</think>` or at a `<tool_call>` that comes first."""
+    """(reasoning, the rest). Reasoning runs to `</think>`; a `<tool_call>` before it is part of it."""
     start = text.find(THINK_OPEN)
     close = text.find(THINK_CLOSE)
     if start != -1 and (close == -1 or start < close) and not text[:start].strip():
@@ -61,10 +69,6 @@ def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, 
     else:
         return None, text
     close = text.find(THINK_CLOSE, body_start)
-    call = text.find(CALL_OPEN, body_start)
-    if call != -1 and (close == -1 or call < close):
-        rest = text[call:]
-        return text[body_start:call].strip(), rest.replace(THINK_CLOSE, "", 1) if THINK_CLOSE in rest else rest
     if close == -1:
         return text[body_start:].strip(), ""
     return text[body_start:close].strip(), text[close + len(THINK_CLOSE):]
@@ -72,14 +76,13 @@ def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, 
 
 def _extract_calls(text: str, tools: list[dict[str, Any]]) -> tuple[list[ToolCall], list[str], str]:
     """Calls, the errors of call-looking pieces that failed, and the text outside the calls."""
-    if CALL_OPEN in text:
-        first = text.find(CALL_OPEN)
-        calls, errors = _parse_blocks([m.group(1) for m in _BLOCK.finditer(text, first)], tools)
-        return calls, errors, _outside(text, first)
-    if "<function=" in text:  # XML call without its <tool_call> wrapper
-        first = text.find("<function=")
-        calls, errors = _parse_blocks([text[first:]], tools)
-        return calls, errors, _outside(text, first)
+    first = min((i for i in (text.find(CALL_OPEN), text.find("<function=")) if i != -1), default=-1)
+    if first != -1:
+        calls, errors, outside = _scan(text[first:], tools)
+        before = text[:first].strip()
+        tail = outside.strip()
+        content = f"{before}\n\n{tail}".strip() if tail and not _CALL_LOOKING.search(tail) else before
+        return _with_ids(calls), errors, content
     fences = list(_FENCE.finditer(text))
     for fence in fences:
         calls = _json_calls(fence.group(1))
@@ -91,37 +94,82 @@ def _extract_calls(text: str, tools: list[dict[str, Any]]) -> tuple[list[ToolCal
     return [], [], text.strip()
 
 
-def _outside(text: str, first: int) -> str:
-    """Content is the text before the first call plus any plain text the model wrote between or after calls."""
-    before = text[:first].strip()
-    tail = _BLOCK.sub("", text[first:]).strip() if text.startswith(CALL_OPEN, first) else ""
-    return f"{before}\n\n{tail}".strip() if tail and not _CALL_LOOKING.search(tail) else before
-
-
-def _parse_blocks(blocks: list[str], tools: list[dict[str, Any]]) -> tuple[list[ToolCall], list[str]]:
-    calls: list[ToolCall] = []
+def _scan(text: str, tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str], str]:
+    """Read calls from `text` (which starts at the first one) in order; (calls, errors, the plain text left)."""
+    calls: list[dict[str, Any]] = []
     errors: list[str] = []
-    for number, block in enumerate(blocks, 1):
-        body = block.strip()
-        if body.startswith("```"):
-            body = _FENCE.sub(lambda m: m.group(1), body).strip("` \n")
-        if "<function=" in body:
-            found = [_xml_call(m.group(1), m.group(2), tools) for m in _FUNCTION.finditer(body)]
+    outside: list[str] = []
+    pos, number = 0, 0
+    while pos < len(text):
+        nxt = min((i for i in (text.find(CALL_OPEN, pos), text.find("<function=", pos)) if i != -1), default=-1)
+        if nxt == -1:
+            outside.append(text[pos:])
+            break
+        outside.append(text[pos:nxt])
+        number += 1
+        wrapped = text.startswith(CALL_OPEN, nxt)
+        body_start = nxt + len(CALL_OPEN) if wrapped else nxt
+        stripped = text[body_start:].lstrip()
+        if stripped.startswith("<function="):
+            call, end, error = _xml_call(text, body_start + len(text[body_start:]) - len(stripped), tools)
+        elif wrapped:
+            call, end, error = _json_block(text, body_start)
         else:
-            found = _json_calls(body)
-        if not found:
-            errors.append(f"tool call {number} is not valid: {body[:80]!r}" if body else f"tool call {number} is empty")
-        calls += found
-    return _with_ids(calls), errors
+            call, end, error = None, body_start + len("<function="), "a <function= without its tool call"
+        if wrapped:
+            close = text.find(CALL_CLOSE, end)
+            after = text[end:close] if close != -1 else text[end:]
+            if close != -1 and not after.strip():
+                end = close + len(CALL_CLOSE)
+        if call is not None:
+            calls.append(call)
+        else:
+            errors.append(f"tool call {number} is not valid: {error}")
+        pos = max(end, nxt + 1)
+    return calls, errors, "".join(outside)
 
 
-def _xml_call(name: str, body: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
-    schema = _properties(name.strip(), tools)
+def _xml_call(text: str, start: int, tools: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int, str]:
+    """The call whose `<function=` is at `start`: (call or None, where it ends, what was wrong)."""
+    tag = _FUNCTION_TAG.match(text, start)
+    if tag is None:
+        return None, start + len("<function="), "the <function= tag has no closing >"
+    name = tag.group(1).strip()
+    if not _NAME.fullmatch(name):
+        return None, tag.end(), f"{name!r} is not a tool name"
+    schema = _properties(name, tools)
     args: dict[str, Any] = {}
-    for match in _PARAMETER.finditer(body):
-        key = match.group(1).strip()
-        args[key] = coerce_value(_strip_one_newline(match.group(2)), schema.get(key))
-    return {"name": name.strip(), "arguments": args}
+    pos = tag.end()
+    while (param := _PARAMETER_TAG.match(text, pos)) is not None:
+        key = param.group(1).strip()
+        close = text.find("</parameter>", param.end())
+        if close == -1:  # no closing tag: the value runs to the next tag, as vLLM reads it
+            ends = [i for i in (text.find("<parameter=", param.end()), text.find("</function>", param.end()),
+                                text.find(CALL_CLOSE, param.end())) if i != -1]
+            close = min(ends, default=len(text))
+            pos = close
+        else:
+            pos = close + len("</parameter>")
+        args[key] = coerce_value(_strip_one_newline(text[param.end():close]), schema.get(key))
+    rest = text[pos:]
+    stripped = rest.lstrip()
+    if stripped.startswith("</function>"):
+        pos += len(rest) - len(stripped) + len("</function>")
+    return {"name": name, "arguments": args}, pos, ""
+
+
+def _json_block(text: str, start: int) -> tuple[dict[str, Any] | None, int, str]:
+    """A Hermes-style JSON call inside `<tool_call>…</tool_call>` starting at `start`."""
+    close = text.find(CALL_CLOSE, start)
+    nxt = text.find(CALL_OPEN, start)
+    end = min((i for i in (close, nxt) if i != -1), default=len(text))
+    body = text[start:end].strip()
+    if body.startswith("```"):
+        body = _FENCE.sub(lambda m: m.group(1), body).strip("` \n")
+    found = _json_calls(body)
+    if not found:
+        return None, end, repr(body[:80]) if body else "it is empty"
+    return found[0], end, ""
 
 
 def _strip_one_newline(value: str) -> str:

@@ -2,11 +2,12 @@
 
 `loads_lenient` fixes what small models get wrong in JSON: trailing commas, single-quoted strings, Python's
 True/False/None, text around the object, unclosed strings, braces and brackets. `coerce_value` turns a raw
-Qwen3-Coder XML parameter value into the type its JSON schema asks for (as vLLM's qwen3_coder parser does).
+Qwen3-Coder XML parameter value into the type its JSON schema asks for, as vLLM's qwen3_coder parser does.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
@@ -90,49 +91,52 @@ def _drop_trailing_comma(out: list[str]) -> None:
 
 
 def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
-    """Convert a raw parameter string by its JSON schema; strings (and failures) stay raw."""
-    types = _types(schema or {})
-    if not types or "string" in types and len(types) == 1:
-        return raw
-    text = raw.strip()
-    if "null" in types and text.lower() in ("null", "none"):
+    """A raw Qwen3-Coder XML parameter value typed as vLLM's `qwen3_coder` parser types it.
+
+    `null` (any case) is None; a parameter the schema does not know, or a string one, stays as written; an
+    integer is `int()` (else the text); a number is a float, or an int when it has no fraction; a boolean is
+    whether it reads `true`; anything else (object, array) is JSON, else a Python literal, else the text. An
+    object sent as a JSON string of an object (double-encoded) is decoded once more.
+    """
+    if raw.lower() == "null":
         return None
-    for kind in types:
-        if kind == "string":
+    if schema is None:
+        return raw
+    kinds = _types(schema)
+    kind = kinds[0].strip().lower() if kinds else "string"
+    if kind in ("string", "str", "text", "varchar", "char", "enum"):
+        return raw
+    if kind.startswith(("int", "uint", "long", "short", "unsigned")):
+        try:
+            return int(raw)
+        except ValueError:
             return raw
-        value = _convert(text, kind)
-        if value is not _FAIL:
+    if kind.startswith(("num", "float")):
+        try:
+            number = float(raw)
+            return number if number - int(number) != 0 else int(number)
+        except (ValueError, OverflowError):
+            return raw
+    if kind in ("boolean", "bool", "binary"):
+        return raw.lower() == "true"
+    return _structured(raw, kind)
+
+
+def _structured(raw: str, kind: str) -> Any:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return raw
+    if kind in ("object", "dict") and isinstance(value, str):  # double-encoded: a JSON string of an object
+        try:
+            inner = json.loads(value)
+        except ValueError:
             return value
-    return raw
-
-
-_FAIL = object()
-
-
-def _convert(text: str, kind: str) -> Any:
-    if kind == "integer":
-        try:
-            return int(text)
-        except ValueError:
-            try:
-                number = float(text)
-            except ValueError:
-                return _FAIL
-            return int(number) if number.is_integer() else _FAIL
-    if kind == "number":
-        try:
-            number = float(text)
-        except ValueError:
-            return _FAIL
-        return int(text) if re.fullmatch(r"-?\d+", text) else number
-    if kind == "boolean":
-        lowered = text.lower()
-        return True if lowered in ("true", "1", "yes") else False if lowered in ("false", "0", "no") else _FAIL
-    if kind in ("object", "array"):
-        value = loads_lenient(text)
-        wanted = dict if kind == "object" else list
-        return value if isinstance(value, wanted) else _FAIL
-    return _FAIL
+        return inner if isinstance(inner, dict) else value
+    return value
 
 
 def _types(schema: dict[str, Any]) -> list[str]:

@@ -62,7 +62,9 @@ class ReplayEngine:
     def _turn(self, line: dict[str, Any], tools: list[dict[str, Any]]) -> AssistantTurn:
         content = str(line.get("content") or "")
         reasoning = line.get("reasoning_content")
-        usage = TurnUsage(**line.get("usage", {}))
+        # A script line with `usage` gives its counts (a key left out is 0); one without has no usage (unknown).
+        given = line.get("usage")
+        usage = TurnUsage(**{"prompt_tokens": 0, "completion_tokens": 0, **given}) if isinstance(given, dict) else TurnUsage()
         finish = line.get("finish_reason", "stop")
         if "tool_calls" not in line and ("<tool_call>" in content or "<function=" in content):
             from leaf_cli.llm.parse import parse_reply

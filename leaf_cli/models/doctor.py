@@ -175,6 +175,6 @@ def run_checks(probe_model: Path | None = None, probe_timeout: float = 300) -> l
         llama, check_cpu(), probe, models,
         check_tool("git", ["git", "--version"], True, "leaf checkpoints and undoes through git",
                    "install git (apt install git / brew install git)"),
-        check_tool("bubblewrap", ["bwrap", "--version"], False, "eval and training sandboxes use it",
-                   "apt install bubblewrap (otherwise commands run in a plain subprocess)"),
+        check_tool("bubblewrap", ["bwrap", "--version"], False, "leaf fix's default sandbox and the eval sandboxes use it",
+                   "apt install bubblewrap (or run leaf fix --sandbox none)"),
     ]

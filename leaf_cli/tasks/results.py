@@ -36,7 +36,7 @@ class AttemptResult(BaseModel):
     error: str | None = None
     exit_reason: str | None = None
     steps: int = 0
-    tokens: dict[str, int] = Field(default_factory=dict)
+    tokens: dict[str, int | None] = Field(default_factory=dict)  # None: the server gave no count
     wall_s: float = 0.0
     agent_s: float = 0.0
     grade_s: float = 0.0

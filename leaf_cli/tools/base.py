@@ -18,10 +18,20 @@ class ToolResult(BaseModel):
     is_error: bool = False
 
 
+class ToolFailure(Exception):
+    """A failure whose observation is `KIND: message`, for a case where leaf words FrogNano's text itself
+    (the harness raised a Python exception there that leaf avoids raising)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class Tool(BaseModel, Generic[A]):
     """A tool is data plus a run function; nothing is bound at import time.
 
-    `run` raises on failure; `registry.run_tool_call` turns the exception into `ExceptionType: message`.
+    `run` gets `args.from_call(arguments)` (the raw JSON for the five Leaf tools, a validated model for the
+    others) and raises on failure; `registry.run_tool_call` turns the exception into `ExceptionType: message`.
     """
 
     model_config = {"arbitrary_types_allowed": True}
@@ -29,7 +39,7 @@ class Tool(BaseModel, Generic[A]):
     name: str
     description: str
     args: type[A]
-    run: Callable[[A, Workspace], str]
+    run: Callable[[Any, Workspace], str]
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema the model sees."""

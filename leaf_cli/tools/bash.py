@@ -1,23 +1,33 @@
-"""Bash: run `bash -lc COMMAND` in the workdir; report the exit code and both output streams."""
+"""Bash: run `bash -lc COMMAND` in the workdir; report the exit code and both output streams.
+
+As FrogNano's harness ran it (`subprocess.run` with a timeout): the call returns when the command has
+exited and its pipes have closed; the observation is `Exit code: N\\nSTDOUT:\\n…\\nSTDERR:\\n…`, or on timeout
+`Timed out after X.Ys` with the output so far (then decoded with replacement, newlines untouched), and the
+whole is cut at 30,000 chars with `\\n[truncated K chars]`. Output that is not UTF-8 gives the harness's
+`UnicodeDecodeError: …`. Background jobs keep running until the episode ends (jobs.py).
+"""
 
 from __future__ import annotations
+
+import math
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from leaf_cli.tools.args import ToolArgs
-from leaf_cli.tools.base import Tool
-from leaf_cli.tools.output import BASH_CHARS, HeadBuffer, fit
-from leaf_cli.tools.process import run_captured
+from leaf_cli.tools.args import CallArgs, LeafArgs
+from leaf_cli.tools.base import Tool, ToolFailure
+from leaf_cli.tools.output import BASH_CHARS, HeadBuffer, truncation_marker
+from leaf_cli.tools.process import run_command
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 BASH_PATH = "/bin/bash"
 MAX_TIMEOUT = 600.0
-"""No command runs longer than this, whatever timeout the model asks for."""
+"""The r2e profile's ceiling on a command's time (the Leaf Bash tool has none unless the workspace sets one)."""
 MIN_TIMEOUT = 0.1
 
 
-class BashArgs(ToolArgs):
+class BashArgs(LeafArgs):
     command: str = Field(description="Command to run.")
     description: str | None = Field(None, description="Short description of the command.")
     timeout: float | None = Field(None, description="Optional timeout in seconds.")
@@ -25,52 +35,49 @@ class BashArgs(ToolArgs):
     timeout_ms: SkipJsonSchema[float | None] = None
 
 
-def timeout_seconds(args: BashArgs, default: float) -> float:
-    """The timeout in seconds: `timeout_ms` first; a `timeout` over 1000 is milliseconds; capped at 600 s."""
-    if args.timeout_ms is not None:
-        seconds = args.timeout_ms / 1000.0
-    elif args.timeout is not None:
-        seconds = args.timeout / 1000.0 if args.timeout > 1000 else args.timeout
+def timeout_seconds(args: CallArgs, default: float, ceiling: float | None = None) -> float:
+    """FrogNano's reading: `timeout_ms` first; a `timeout` over 1000 is milliseconds; at least 0.1 s.
+
+    Infinity is the one value its harness crashed on (its pod call took `int()` of it); here it is that
+    error as an observation.
+    """
+    if args.get("timeout_ms") is not None:
+        seconds = max(MIN_TIMEOUT, float(args.get("timeout_ms")) / 1000.0)
+    elif args.get("timeout") is None:
+        seconds = float(default)
     else:
-        seconds = default
-    return min(MAX_TIMEOUT, max(MIN_TIMEOUT, seconds))
+        value = float(args.get("timeout"))
+        seconds = max(MIN_TIMEOUT, value / 1000.0 if value > 1000 else value)
+    if math.isinf(seconds):
+        raise OverflowError("cannot convert float infinity to integer")
+    return seconds if ceiling is None else min(ceiling, seconds)
 
 
-def run_bash(args: BashArgs, workspace: Workspace) -> str:
-    if not args.command.strip():
-        raise ValueError("command is empty; pass the shell command to run")
-    timeout = timeout_seconds(args, workspace.bash_default_timeout)
-    argv = [*workspace.bash_prefix, BASH_PATH, "-lc", args.command]
-    run = run_captured(argv, workspace.root, workspace.env, timeout, BASH_CHARS)
-    head = f"Timed out after {timeout:.1f}s" if run.timed_out else f"Exit code: {run.returncode}"
-    return render(head, run.stdout, run.stderr)
+def run_bash(args: CallArgs, workspace: Workspace) -> str:
+    command = args.text("command")
+    if not command:
+        raise ValueError(texts.REQUIRED.format(key="command"))
+    timeout = timeout_seconds(args, workspace.bash_default_timeout, workspace.bash_max_timeout)
+    argv = [*workspace.bash_prefix, BASH_PATH, "-lc", command]
+    ran = run_command(argv, workspace.root, workspace.env, max(MIN_TIMEOUT, timeout), BASH_CHARS, workspace.jobs.add)
+    if ran.timed_out:
+        return render(texts.timed_out(timeout), ran.stdout.loose, ran.stderr.loose)
+    error = ran.stdout.error or ran.stderr.error
+    if error is not None:
+        raise ToolFailure("UnicodeDecodeError", error)
+    return render(texts.exit_code(ran.returncode), ran.stdout.text, ran.stderr.text)
 
 
 def render(head: str, stdout: HeadBuffer, stderr: HeadBuffer, cap: int = BASH_CHARS) -> str:
-    """`HEAD\\nSTDOUT:\\n…\\nSTDERR:\\n…` in at most `cap` chars.
+    """`HEAD\\nSTDOUT:\\n…\\nSTDERR:\\n…`, its first `cap` chars and then `\\n[truncated K chars]` when longer.
 
-    Output that fits is shown whole, exactly as the harness did. Otherwise each stream that overflows its
-    share is cut with its own `[truncated K chars]` line, so a flood on stdout cannot hide stderr.
+    Each buffer keeps the first `cap` chars of its stream, which is all the cut can show of it.
     """
-    fixed = len(head) + len("\nSTDOUT:\n") + len("\nSTDERR:\n")
-    budget = cap - fixed
-    if stdout.total + stderr.total <= budget:
-        out_budget, err_budget = stdout.total, stderr.total
-    else:
-        out_budget, err_budget = _share(budget, stdout.total, stderr.total)
-    out = fit(stdout.text, stdout.total, out_budget)
-    err = fit(stderr.text, stderr.total, err_budget)
-    return f"{head}\nSTDOUT:\n{out}\nSTDERR:\n{err}"
-
-
-def _share(budget: int, out: int, err: int) -> tuple[int, int]:
-    """Split `budget` chars between two streams: a stream needing less than half gets all it needs."""
-    half = budget // 2
-    if err <= half:
-        return budget - err, err
-    if out <= half:
-        return out, budget - out
-    return budget - half, half
+    text = texts.bash_layout(head, stdout.text, stderr.text)
+    total = len(head) + texts.BASH_FIXED + stdout.total + stderr.total
+    if total <= cap:
+        return text
+    return text[:cap] + truncation_marker(total - cap)
 
 
 BASH = Tool(name="Bash", description="Run a shell command in the repository workdir.", args=BashArgs, run=run_bash)

@@ -1,50 +1,53 @@
-"""Edit: replace an exact string in a text file; any failure leaves the file byte-identical."""
+"""Edit: replace an exact string in a text file; any failure leaves the file byte-identical.
+
+Checks and messages in the order of FrogNano's harness: the path, a non-empty `old_string`, the file (its OS
+error when missing), then the count: `old_string was not found`, or `old_string matched N times; …` unless
+`replace_all`. An `old_string` equal to `new_string` is an edit like any other there, and here. Unlike the
+harness, which decoded with replacement and wrote UTF-8 back (corrupting a latin-1 file and any binary
+one), the file keeps its encoding, BOM and line endings, and a binary file is refused.
+"""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from leaf_cli.tools.args import ToolArgs
+from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
-from leaf_cli.tools.textfile import TextFile, atomic_write, convert_newlines, load
+from leaf_cli.tools.textfile import TextFile, atomic_write, convert_newlines, load_target, os_error
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 
-class EditArgs(ToolArgs):
-    path_alias = "file_path"
-
+class EditArgs(LeafArgs):
     file_path: str = Field(description="Path to edit.")
     old_string: str = Field(description="Exact text to replace.")
     new_string: str = Field(description="Replacement text.")
     replace_all: bool = Field(False, description="Replace every occurrence instead of requiring one match.")
 
 
-def run_edit(args: EditArgs, workspace: Workspace) -> str:
-    if not args.old_string:
-        raise ValueError("old_string must be non-empty; quote the exact text to replace (use Write for a new file)")
-    if args.old_string == args.new_string:
-        raise ValueError("old_string and new_string are identical, so the edit would change nothing")
-    path = workspace.resolve(args.file_path)
-    shown = workspace.display(path)
-    file = load(path, shown)
-    old, count = _match(file, args.old_string)
+def run_edit(args: CallArgs, workspace: Workspace) -> str:
+    target = workspace.target(args.path("file_path"))
+    old_string, new_string = args.text("old_string"), args.text("new_string")
+    if not old_string:
+        raise ValueError(texts.OLD_STRING_EMPTY)
+    file = load_target(target)
+    old, count = _match(file, old_string)
+    replace_all = args.truthy("replace_all")
     if count == 0:
-        raise ValueError(f"old_string was not found in {shown}; Read the file and copy the text exactly, "
-                         f"indentation included{_encoding_hint(file, args.old_string)}")
-    if count > 1 and not args.replace_all:
-        raise ValueError(f"old_string matched {count} times; set replace_all=true or use a more specific old_string "
-                         "(include surrounding lines)")
-    new = convert_newlines(args.new_string, _ending(old, file))
-    updated = file.text.replace(old, new) if args.replace_all else file.text.replace(old, new, 1)
-    try:
-        data = file.encode(updated)
-    except UnicodeEncodeError as exc:
-        bad = exc.object[exc.start:exc.end]
-        raise ValueError(f"{shown} is a latin-1 file and new_string holds characters latin-1 cannot encode "
-                         f"({bad!r}); use latin-1 characters only, or rewrite the whole file with Write") from None
-    atomic_write(path, data)
-    changed = count if args.replace_all else 1
-    return f"Edited {shown} ({changed} replacement{'s' if changed != 1 else ''})."
+        raise ValueError(texts.OLD_STRING_NOT_FOUND)
+    if count != 1 and not replace_all:
+        raise ValueError(texts.OLD_STRING_MANY.format(count=count))
+    changed = count if replace_all else 1
+    if old_string != new_string:
+        new = convert_newlines(new_string, _ending(old, file))
+        updated = file.text.replace(old, new) if replace_all else file.text.replace(old, new, 1)
+        try:
+            data = file.encode(updated)
+        except UnicodeEncodeError:
+            data = TextFile(text=updated, bom=file.bom).encode(updated)  # latin-1 cannot hold it: UTF-8 then
+        with os_error(target):
+            atomic_write(target.real, data)
+    return texts.edited(target.shown, changed)
 
 
 def _match(file: TextFile, old: str) -> tuple[str, int]:
@@ -63,13 +66,6 @@ def _ending(matched: str, file: TextFile) -> str | None:
     if "\n" in matched:
         return "\n"
     return file.newline
-
-
-def _encoding_hint(file: TextFile, old: str) -> str:
-    if file.encoding == "latin-1" and "\ufffd" in old:
-        return ("; the file is latin-1, not UTF-8, so Read showed some of its characters as \ufffd: "
-                "choose an old_string without them")
-    return ""
 
 
 EDIT = Tool(name="Edit", description="Replace an exact string in a text file.", args=EditArgs, run=run_edit)

@@ -1,15 +1,22 @@
 """Glob: files matching a pattern, as sorted paths relative to the workdir.
 
-Matching follows Python's `glob(recursive=True)`, which the harness used: `**` spans any number of folders,
-`*`, `?` and `[...]` stay inside one name, and a wildcard never matches a name starting with `.` (spell
-the dot to reach hidden files). Unlike it, the walk never lists `.git/`, never follows a symlinked folder
-(no cycles, no way out of the workdir), and lists a symlinked file only when it points inside the workdir.
-It walks with `os.scandir` and prunes folders the pattern cannot reach; folder listings are kept in the
-workspace for the rest of the episode and reused while a stat says the folder is unchanged (listing.py).
+The result is that of FrogNano's harness: Python's `glob(str(Path(path) / pattern), recursive=True)`, files
+only (symlinks followed), each shown by its resolved path relative to the workdir (else as glob gave it),
+sorted, at most 1,000 then `... K more files`; `No files matched.` also for a missing or non-folder `path`.
+So `**` spans folders, wildcards stay inside a name and never match a leading dot, a spelled `.git/…` is
+listed, a trailing slash is dropped as `pathlib` drops it, and symlinked folders are followed.
+
+Most patterns take a fast walk that gives the same answer: `os.scandir` with pruning, folder listings kept
+in the workspace for the episode and reused while a stat says the folder is unchanged (listing.py). A
+pattern that spells a dot name or `..`, has two `**`, reaches outside the workdir, or meets a symlink on
+the way is answered by `glob` itself. A confined workspace (`leaf fix`) always takes the walk, which stays
+inside: a pattern that starts outside is refused, `.git` and symlinked folders are not entered.
 """
 
 from __future__ import annotations
 
+import errno
+import glob as globlib
 import os
 import re
 from dataclasses import dataclass
@@ -18,10 +25,11 @@ from typing import Callable, Iterator
 
 from pydantic import Field
 
-from leaf_cli.tools.args import ToolArgs
-from leaf_cli.tools.base import Tool
+from leaf_cli.tools.args import CallArgs, LeafArgs
+from leaf_cli.tools.base import Tool, ToolFailure
 from leaf_cli.tools.output import GLOB_LIMIT
-from leaf_cli.tools.workspace import Workspace
+from leaf_cli.tools import texts
+from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 
 _MAGIC = re.compile(r"[*?[]")
 _STAR_DIRS = r"(?:(?!\.)[^/]+/)*"  # `**/`: zero or more folders whose names do not start with a dot
@@ -29,49 +37,124 @@ _Selector = Callable[[list[str], list[str]], list[str]]
 """(visible names, dot names) of one folder -> the names that match the pattern's last component."""
 
 
-class GlobArgs(ToolArgs):
+class GlobArgs(LeafArgs):
     pattern: str = Field(description="Glob pattern, e.g. **/*.py.")
     path: str | None = Field(None, description="Optional directory to search from.")
 
 
-def run_glob(args: GlobArgs, workspace: Workspace) -> str:
-    if not args.pattern:
-        raise ValueError("pattern is required, for example **/*.py")
-    base = workspace.resolve(args.path or ".")
-    if not base.is_dir():
-        what = "is not a directory" if base.exists() else "does not exist"
-        raise NotADirectoryError(f"path {workspace.display(base)} {what}; give a folder inside the workdir, or omit path")
-    literal, rest = _split(args.pattern)
-    start = workspace.resolve(str(base.joinpath(*literal))) if literal else base
-    if ".git" in start.relative_to(workspace.root).parts:
-        return "No files matched."
+class _Fallback(Exception):
+    """The fast walk cannot promise glob's answer for this pattern or tree."""
+
+
+def run_glob(args: CallArgs, workspace: Workspace) -> str:
+    pattern = args.text("pattern")
+    if not pattern:
+        raise ValueError(texts.REQUIRED.format(key="pattern"))
+    base = workspace.target(args.get("path") or ".")
+    full = base.given / pattern  # pathlib's join: an absolute pattern replaces the base, `a//b/` is `a/b`
+    literal, rest = _split(str(full))
+    if workspace.confined and ".." in rest:
+        raise OutsideWorkspaceError(texts.DOTDOT_AFTER_WILDCARD.format(pattern=pattern))
+    try:
+        return _listing(*_fast(literal, rest, workspace))
+    except _Fallback:
+        return _listing(*_with_glob(str(full), workspace))
+
+
+def _with_glob(pattern: str, workspace: Workspace) -> tuple[list[str], int]:
+    """Python's glob, as the harness ran it (unconfined workspaces only).
+
+    A symlink loop under a `**` would make glob walk it to the OS's limit (and two loops for ever: the
+    harness hung there), so one is reported instead, as the OS words it.
+    """
+    if "**" in pattern:
+        start, _ = _split(pattern)
+        loop = _symlink_loop(os.path.join("/", *start))
+        if loop is not None:
+            raise ToolFailure("OSError", f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: '{loop}'")
+    found = (m for m in globlib.glob(pattern, recursive=True) if os.path.isfile(m))
+    matches = sorted(workspace.shown(Path(m)) for m in found)
+    return matches[:GLOB_LIMIT], len(matches)
+
+
+def _symlink_loop(start: str) -> str | None:
+    """A symlink under `start` (folders followed through symlinks, as glob follows them) that leads back to
+    a folder it lies in, or None. A depth-first walk over real folders: a folder met again while it is
+    still being walked closes a loop; one already walked is not walked twice."""
+    walking: set[tuple[int, int]] = set()
+    done: set[tuple[int, int]] = set()
+
+    def visit(folder: str) -> str | None:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return None
+        key = (info.st_dev, info.st_ino)
+        if key in done:
+            return None
+        walking.add(key)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            entries = []
+        for entry in entries:
+            try:
+                if not entry.is_dir():
+                    continue
+                target = os.stat(entry.path)
+            except OSError:
+                continue
+            if (target.st_dev, target.st_ino) in walking:
+                return entry.path
+            found = visit(entry.path)
+            if found is not None:
+                return found
+        walking.discard(key)
+        done.add(key)
+        return None
+
+    return visit(start)
+
+
+def _inside(real: str, workspace: Workspace) -> bool:
+    root = str(workspace.root)
+    return real == root or real.startswith(root.rstrip("/") + "/")
+
+
+def _fast(literal: list[str], rest: list[str], workspace: Workspace) -> tuple[list[str], int]:
+    """The walk's answer. Unconfined, only when it is sure to be glob's (else _Fallback). Confined, always:
+    it never enters `.git` or a symlinked folder, and lists a symlinked file only when it points inside."""
+    start_text = os.path.join("/", *literal)
+    if workspace.confined:
+        start_text = str(workspace.resolve(start_text))
+    elif (".." in literal or rest.count("**") > 1 or any(p.startswith(".") for p in literal + rest)
+          or not _inside(start_text, workspace) or os.path.realpath(start_text) != start_text):
+        raise _Fallback  # glob's own answer: dot names, `..`, a file reached twice, outside, a symlinked start
+    start = Path(start_text)
+    if workspace.confined and ".git" in start.relative_to(workspace.root).parts:
+        return [], 0
     if not rest:  # no wildcard: the pattern names one file
-        found = [workspace.display(start)] if start.is_file() and not args.pattern.endswith("/") else []
-        return _listing(found, len(found))
-    return _listing(*_walk(start, _Pattern.compile(rest), workspace))
+        return ([workspace.shown(start)], 1) if start.is_file() else ([], 0)
+    if not start.is_dir():
+        return [], 0
+    return _walk(start, _Pattern.compile(rest), workspace)
 
 
 def _listing(paths: list[str], total: int) -> str:
     """`paths` (the sorted head of the matches), then how many more matched."""
     if not paths:
-        return "No files matched."
+        return texts.NO_FILES
     more = total - len(paths)
-    return "\n".join(paths) + (f"\n... {more} more files" if more > 0 else "")
+    return "\n".join(paths) + (texts.more_files(more) if more > 0 else "")
 
 
 def _split(pattern: str) -> tuple[list[str], list[str]]:
-    """Leading wildcard-free components (a folder to start from, confined like any path) and the rest."""
-    parts = pattern.split("/")
-    literal: list[str] = ["/"] if pattern.startswith("/") else []
+    """An absolute pattern's leading wildcard-free components (the folder to start from) and the rest."""
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    literal: list[str] = []
     while parts and not _MAGIC.search(parts[0]):
         literal.append(parts.pop(0))
-    rest = [p for p in parts if p not in ("", ".")]
-    if ".." in rest:
-        raise ValueError("'..' is not allowed after a wildcard; put the folder in `path` or before the wildcard")
-    literal = [p for p in literal if p]
-    if parts and parts[-1] == "":
-        return literal, []  # `dir/*/`: matches folders only, so no files
-    return literal, rest
+    return literal, parts
 
 
 @dataclass
@@ -144,10 +227,10 @@ def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[st
     # With only `**` before the last component, pruning already applies the folder rule: the name decides.
     full_match = None if pattern.only_name_decides() else pattern.full.fullmatch
     enters, listings = pattern.enters, workspace.listings
-    root_prefix = str(root) + os.sep
     hits: dict[str, list[str]] = {}  # folder (relative to start, ending in `/` or empty) -> matching names
     subdirs: dict[str, list[str]] = {}  # folder -> the sub-folders the pattern entered
     total = 0
+    root_prefix = str(root) + os.sep
     stack = [(str(start).rstrip("/") + "/", "", 0)]
     while stack:
         folder, rel, depth = stack.pop()
@@ -159,6 +242,8 @@ def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[st
             stack.append((folder + name + "/", rel + name + "/", depth + 1))
         names = select(listing.files, listing.hidden)  # may be the listing's own list: never changed in place
         if listing.links:
+            if not workspace.confined:
+                raise _Fallback  # glob follows symlinks, and shows each by its resolved path
             names = names + _links(select, folder, listing.links, root_prefix)
         if full_match is not None and names:
             names = [name for name in names if full_match(rel + name)]
@@ -191,7 +276,8 @@ def _name_selector(pattern: _Pattern) -> _Selector:
 
 
 def _links(select: _Selector, folder: str, links: list[str], root_prefix: str) -> list[str]:
-    """The symlinks in `folder` whose names match and which point to a file inside the workdir."""
+    """Confined: the symlinks in `folder` whose names match and which point to a file inside the workdir
+    (symlinked folders are not entered, so the walk never leaves it)."""
     names = select([n for n in links if n[0] != "."], [n for n in links if n[0] == "."])
     return [name for name in names if _inside_file(folder + name, root_prefix)]
 

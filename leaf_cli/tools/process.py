@@ -1,4 +1,7 @@
-"""Run a command with a deadline, stream its output into bounded buffers, and leave no process behind.
+"""Run a command with a deadline and stream its output into bounded buffers.
+
+`run_captured` (graded tests, the r2e tools) leaves no process behind when it returns; `run_command` (the
+Leaf Bash tool) runs a command as FrogNano's harness did, whose background jobs outlive the call.
 
 The command gets its own session (so its process group can be killed as one), stdin from /dev/null (so a
 prompt cannot hang it), and both pipes are read as the output arrives with a selector: only the first
@@ -17,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from leaf_cli.tools.output import HeadBuffer
 
@@ -146,3 +150,104 @@ def kill_process_group(pgid: int, graceful: bool = False) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # the group is already empty
+
+
+class Decoded:
+    """One pipe of a Bash call, decoded both ways FrogNano's harness decoded it.
+
+    `text`: strict UTF-8 with `\\r\\n` and `\\r` read as `\\n` (subprocess text mode, used when the command
+    finished); `error` is the first decoding failure, worded as Python words it, with its byte position in
+    the whole stream. `loose`: invalid bytes replaced and newlines untouched (what a timed-out call showed).
+    Both keep only their first `cap` chars and count the rest.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.text = HeadBuffer(cap)
+        self.loose = HeadBuffer(cap)
+        self.error: str | None = None
+        self._strict = codecs.getincrementaldecoder("utf-8")("strict")
+        self._newlines = io.IncrementalNewlineDecoder(None, translate=True)
+        self._replace = codecs.getincrementaldecoder("utf-8")("replace")
+        self._fed = 0
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        self.loose.add(self._replace.decode(data, final))
+        if self.error is None:
+            base = self._fed - len(self._strict.getstate()[0])  # where the decoder's input starts in the stream
+            try:
+                self.text.add(self._newlines.decode(self._strict.decode(data, final), final))
+            except UnicodeDecodeError as exc:
+                self.error = _decode_error(exc, base)
+        self._fed += len(data)
+
+
+def _decode_error(exc: UnicodeDecodeError, base: int) -> str:
+    """CPython's message for `exc`, with positions counted from the start of the stream."""
+    start, end = base + exc.start, base + exc.end
+    if exc.end - exc.start == 1:
+        return f"'{exc.encoding}' codec can't decode byte 0x{exc.object[exc.start]:02x} in position {start}: {exc.reason}"
+    return f"'{exc.encoding}' codec can't decode bytes in position {start}-{end - 1}: {exc.reason}"
+
+
+@dataclass
+class Ran:
+    """A Bash call's outcome: exit status (None when it timed out) and both pipes."""
+
+    returncode: int | None
+    stdout: Decoded
+    stderr: Decoded
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def run_command(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout: float, cap: int,
+                register: Callable[[int], None]) -> Ran:
+    """Run `argv` as FrogNano's harness ran Bash (`subprocess.run(..., timeout=...)`), in a session of its own.
+
+    The call lasts until both pipes close and the command has exited, or until `timeout`: a background job
+    that keeps the pipes open makes it wait, one that redirects its output lets it return and keeps running
+    (its session goes to `register`, and the episode's end kills it). On timeout only the command itself is
+    killed, as there; on Ctrl-C or any other exception, its whole group, before the exception goes on.
+    """
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    register(proc.pid)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = Decoded(cap), Decoded(cap)
+    pipes = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    selector = selectors.DefaultSelector()
+    for fd in pipes:
+        selector.register(fd, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    try:
+        timed_out = _read_until(selector, pipes, deadline) or _wait(proc, deadline)
+        if timed_out:
+            proc.kill()
+    except BaseException:
+        kill_process_group(proc.pid, graceful=True)
+        raise
+    finally:
+        selector.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        proc.wait()
+    out.feed(b"", final=True)
+    err.feed(b"", final=True)
+    return Ran(None if timed_out else proc.returncode, out, err)
+
+
+def _read_until(selector: selectors.BaseSelector, pipes: dict[int, Decoded], deadline: float) -> bool:
+    """Read both pipes until they close (False) or `deadline` passes (True)."""
+    while selector.get_map():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        for key, _ in selector.select(left):
+            data = os.read(key.fd, READ_BYTES)
+            if data:
+                pipes[key.fd].feed(data)
+            else:
+                selector.unregister(key.fd)
+    return False

@@ -7,12 +7,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from leaf_cli.llm.messages import ToolCall
-from leaf_cli.tools.base import Tool, ToolResult
+from leaf_cli.tools.base import Tool, ToolFailure, ToolResult
 from leaf_cli.tools.bash import BASH
 from leaf_cli.tools.edit import EDIT
 from leaf_cli.tools.glob import GLOB
 from leaf_cli.tools.read import READ
-from leaf_cli.tools.workspace import Workspace
+from leaf_cli.tools import texts
+from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 from leaf_cli.tools.write import WRITE
 
 TOOLS: tuple[Tool, ...] = (READ, WRITE, EDIT, GLOB, BASH)
@@ -32,12 +33,16 @@ def run_tool_call(call: ToolCall, workspace: Workspace, tools: tuple[Tool, ...] 
     """Run one call. Every failure becomes the observation `ExceptionType: message`; nothing is raised."""
     tool = find_tool(call.name, tools)
     if tool is None:
-        return ToolResult(text=f"Unknown tool: {call.name}", is_error=True)
+        return ToolResult(text=texts.UNKNOWN_TOOL.format(name=call.name), is_error=True)
     try:
-        args = tool.args.model_validate(call.arguments)
+        args = tool.args.from_call(call.arguments)
         return ToolResult(text=tool.run(args, workspace))
     except ValidationError as exc:
         return ToolResult(text=f"ValidationError: {_describe(exc)}", is_error=True)
+    except ToolFailure as exc:
+        return ToolResult(text=f"{exc.kind}: {exc}", is_error=True)
+    except OutsideWorkspaceError as exc:  # the permission layer's refusal, in the form the gate's take
+        return ToolResult(text=f"PermissionError: {exc}", is_error=True)
     except Exception as exc:  # noqa: BLE001 - the model sees every failure as text
         return ToolResult(text=f"{type(exc).__name__}: {exc}", is_error=True)
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+
+from leaf_cli.tools import texts
+from leaf_cli.tools.workspace import Target
 
 SNIFF_BYTES = 8192
 BOM = b"\xef\xbb\xbf"
@@ -59,7 +65,7 @@ def dominant_newline(text: str) -> str | None:
 def decode(data: bytes, shown: str) -> TextFile:
     """Decode file bytes: UTF-8 (with or without BOM), else latin-1, which maps every byte and round-trips."""
     if looks_binary(data):
-        raise BinaryFileError(f"{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it")
+        raise BinaryFileError(texts.BINARY_FILE.format(shown=shown))
     bom = data.startswith(BOM)
     body = data[len(BOM):] if bom else data
     try:
@@ -67,6 +73,42 @@ def decode(data: bytes, shown: str) -> TextFile:
     except UnicodeDecodeError:
         text, encoding = body.decode("latin-1"), "latin-1"
     return TextFile(text=text, encoding=encoding, bom=bom, newline=dominant_newline(text))
+
+
+def open_regular(target: Target) -> tuple[int, int]:
+    """A descriptor open on the file and its size; the OS error, naming the path as given, when it cannot be
+    read. A folder is EISDIR as Python's `open` says it. Pipes, sockets and devices are refused: reading
+    them hangs or never ends (the harness hung there), so this is leaf's error in the harness's form."""
+    try:
+        fd = os.open(target.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return fd, info.st_size
+    os.close(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.given))
+    raise OSError(errno.EINVAL, texts.NOT_REGULAR, str(target.given))
+
+
+@contextmanager
+def os_error(target: Target) -> Iterator[None]:
+    """OS errors raised on `target.real` name `target.given`, the path as FrogNano's harness named it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None or str(exc.filename) != str(target.real):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
+
+
+def load_target(target: Target) -> TextFile:
+    """The text file at `target` for Edit: the OS error when it cannot be read, leaf's when it is binary."""
+    fd, _ = open_regular(target)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    return decode(data, target.shown)
 
 
 def load(path: Path, shown: str) -> TextFile:
@@ -103,8 +145,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to a temp file beside `path` and rename it over `path`.
 
     A crash or a full disk leaves either the old file or the new one, never half of each. An existing file
-    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600).
+    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600). A symlink
+    is written through, as `open(path, "w")` writes through it: its target changes, the link stays.
     """
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:

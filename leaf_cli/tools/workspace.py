@@ -6,7 +6,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
+from leaf_cli.tools import texts
+from leaf_cli.tools.jobs import Jobs
 from leaf_cli.tools.listing import Listings
 
 _O_PATH = getattr(os, "O_PATH", None)  # Linux: a handle on a path that opens nothing (no device side effects)
@@ -14,7 +17,24 @@ _proc = {"works": _O_PATH is not None}  # set False once /proc/self/fd turns out
 
 
 class OutsideWorkspaceError(PermissionError):
-    """A path resolves outside the workdir (through `..`, an absolute path or a symlink)."""
+    """A path resolves outside the workdir (through `..`, an absolute path or a symlink).
+
+    The model sees it as `PermissionError: …` (registry.py): the permission layer's word, not a new kind.
+    """
+
+
+class Target(NamedTuple):
+    """A path argument as the tools use it.
+
+    `given` is the path as FrogNano's harness formed it (`~` expanded, joined to the workdir when relative,
+    never resolved): OS error messages name it, as the model saw them in training. `real` is where the I/O
+    happens: `given` itself when the workspace is not confined, else the resolved path that was checked.
+    `shown` is the observation's name for it: relative to the workdir when it resolves inside, else `given`.
+    """
+
+    given: Path
+    real: Path
+    shown: str
 
 
 @dataclass
@@ -24,19 +44,54 @@ class Workspace:
     `env` is the environment Bash commands get (None: leaf's own, scrubbed by the caller if it wants);
     `bash_prefix` wraps each command (for example a bubblewrap argv) and is empty for a plain subprocess.
     `listings` holds the folder listings Glob reuses for the rest of the episode (checked on every use).
+    `jobs` holds the process groups Bash started: they keep running across calls (a server started in one
+    call answers the next) and `end_episode` kills them all.
     """
 
     root: Path
     env: dict[str, str] | None = None
     bash_prefix: list[str] = field(default_factory=list)
     bash_default_timeout: float = 120.0
+    bash_max_timeout: float | None = None
+    """A ceiling on any Bash timeout (None: none, as in FrogNano's harness, where the model's value holds)."""
+    confined: bool = True
+    """The path policy. True (`leaf fix`, `leaf chat`): a path that resolves outside the root is refused with
+    `PermissionError: …` and the permission layer decides the rest. False (`leaf eval`, TaskPilot, RL, where
+    the sandbox is the boundary): any path is used as FrogNano's harness used it."""
     listings: Listings = field(default_factory=Listings, init=False, repr=False, compare=False)
+    jobs: Jobs = field(default_factory=Jobs, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
         # String forms: the path checks below run for every Read, and pathlib's parsing cost more than the I/O.
         self._root_text = str(self.root)
         self._prefix = self._root_text.rstrip("/") + "/"
+
+    def target(self, value: object) -> Target:
+        """The Target for a path argument (any JSON value: FrogNano's harness took `str(value)`)."""
+        text = str(value)
+        if text.startswith("~"):
+            text = str(Path(text).expanduser())  # pathlib's rule: `~nosuchuser` is a RuntimeError, as there
+        given = Path(text if text.startswith("/") else self._prefix + text)  # normalised as pathlib joins
+        if not self.confined:
+            return Target(given, given, self.shown(given))
+        try:
+            real = self.resolve(str(given))
+        except OutsideWorkspaceError:
+            raise OutsideWorkspaceError(texts.OUTSIDE.format(path=value, root=self.root)) from None
+        return Target(given, real, self.display(real))  # `real` is resolved already: no second lookup
+
+    def shown(self, given: Path) -> str:
+        """FrogNano's display rule: the resolved path relative to the workdir when inside it, else as given."""
+        text = str(given)
+        real = self._kernel_path(text) or os.path.realpath(text)
+        if real == self._root_text:
+            return "."
+        return real[len(self._prefix):] if real.startswith(self._prefix) else text
+
+    def end_episode(self) -> None:
+        """Kill every process the episode's Bash calls left running (the episode-end hook; jobs.py)."""
+        self.jobs.close()
 
     def resolve(self, path: str) -> Path:
         """The real path for `path` (relative to the root, or absolute), refused when it leaves the root."""
@@ -48,7 +103,7 @@ class Workspace:
             candidate = str(Path(candidate))  # rare spellings: pathlib normalises them, as it always did
         real = self._kernel_path(candidate) or self._plain_inside(candidate) or os.path.realpath(candidate)
         if real != self._root_text and not real.startswith(self._prefix):
-            raise OutsideWorkspaceError(f"{path} is outside the working directory {self.root}")
+            raise OutsideWorkspaceError(texts.OUTSIDE.format(path=path, root=self.root))
         return Path(real)
 
     def _kernel_path(self, path: str) -> str | None:

@@ -1,33 +1,39 @@
-"""Write: create or replace a whole file, atomically, in the form the file already had."""
+"""Write: create or replace a whole file, atomically, in the form the file already had.
+
+The observation is FrogNano's: `Wrote PATH (N bytes).` where N counts the characters of `content` (its
+harness wrote the text and reported `len(content)`). Parent folders are created as `Path.mkdir(parents=True)`
+creates them, so a parent that is a file gives the same OS error.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from pydantic import Field
 
-from leaf_cli.tools.args import ToolArgs
+from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
-from leaf_cli.tools.textfile import BinaryFileError, TextFile, atomic_write, decode
+from leaf_cli.tools.textfile import BinaryFileError, TextFile, atomic_write, decode, os_error
+from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 
 
-class WriteArgs(ToolArgs):
-    path_alias = "file_path"
-
+class WriteArgs(LeafArgs):
     file_path: str = Field(description="Path to write.")
     content: str = Field(description="Full file contents.")
 
 
-def run_write(args: WriteArgs, workspace: Workspace) -> str:
-    path = workspace.resolve(args.file_path)
-    shown = workspace.display(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{shown} is a directory; give the path of a file to write")
-    data = encode_like(path, args.content, shown)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data)
-    return f"Wrote {shown} ({len(data)} bytes)."
+def run_write(args: CallArgs, workspace: Workspace) -> str:
+    target = workspace.target(args.path("file_path"))
+    content = args.content("content")
+    with os_error(target):
+        target.real.parent.mkdir(parents=True, exist_ok=True)
+        if target.real.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.real))
+        atomic_write(target.real, encode_like(target.real, content, target.shown))
+    return texts.wrote(target.shown, len(content))
 
 
 def encode_like(path: Path, content: str, shown: str) -> bytes:

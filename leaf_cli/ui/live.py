@@ -85,18 +85,27 @@ class LiveView:
             self._streaming = None
 
     def _turn(self, index: int, turn: Any) -> None:
-        usage = turn.usage
-        self.prompt_tokens += usage.prompt_tokens
+        usage = turn.usage  # a count the server did not give is None: shown as `?`, never added as 0
+        self.prompt_tokens = _add(self.prompt_tokens, usage.prompt_tokens)
         self.cached_tokens += usage.cached_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.last_context = usage.prompt_tokens + usage.completion_tokens
+        self.completion_tokens = _add(self.completion_tokens, usage.completion_tokens)
+        self.last_context = usage.total
         self.console.print(Text(self.status_line(index + 1, usage.completion_tokens, turn.seconds), style="dim"))
 
-    def status_line(self, turns: int, new_tokens: int, seconds: float) -> str:
-        rate = f"{new_tokens / seconds:.1f} tok/s" if seconds > 0 else "– tok/s"
-        fill = f" · ctx {100 * self.last_context / self.context_limit:.0f}%" if self.context_limit else ""
-        return (f"turn {turns} · {self.prompt_tokens:,} in ({self.cached_tokens:,} cached) · "
-                f"{self.completion_tokens:,} out · {rate}{fill} · {_clock(time.monotonic() - self.started)}")
+    def status_line(self, turns: int, new_tokens: int | None, seconds: float) -> str:
+        rate = f"{new_tokens / seconds:.1f} tok/s" if seconds > 0 and new_tokens is not None else "– tok/s"
+        fill = (f" · ctx {100 * self.last_context / self.context_limit:.0f}%"
+                if self.context_limit and self.last_context is not None else "")
+        return (f"turn {turns} · {_count(self.prompt_tokens)} in ({self.cached_tokens:,} cached) · "
+                f"{_count(self.completion_tokens)} out · {rate}{fill} · {_clock(time.monotonic() - self.started)}")
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + value
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
 
 
 def summary(console: Console, *, turns: int, usage: dict[str, Any], seconds: float, exit_reason: str,
@@ -104,7 +113,7 @@ def summary(console: Console, *, turns: int, usage: dict[str, Any], seconds: flo
     """The closing lines of a run."""
     style = "green" if exit_reason == "final_answer" else "yellow"
     console.print(Text(f"● {exit_reason}", style=f"bold {style}"), Text(
-        f" · {turns} turns · {usage.get('prompt_tokens', 0):,} in / {usage.get('completion_tokens', 0):,} out tokens"
+        f" · {turns} turns · {_count(usage.get('prompt_tokens', 0))} in / {_count(usage.get('completion_tokens', 0))} out tokens"
         f" · {_clock(seconds)} · {files_changed} files changed (+{insertions} −{deletions}) · run {run_id}",
         style="dim"))
 

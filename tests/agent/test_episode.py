@@ -78,7 +78,7 @@ def test_max_time(git_repo: Path) -> None:
 
 def test_loop_after_five_identical_calls(git_repo: Path) -> None:
     turns = [{"tool_calls": [call("Read", file_path="calc.py")]}] * 6
-    traj = episode(git_repo, turns)
+    traj = episode(git_repo, turns, limits=Limits.with_safeguards())
     assert traj.exit_reason == "loop"
     assert sum(1 for m in traj.messages if m.role == "tool") == 4
 
@@ -86,7 +86,7 @@ def test_loop_after_five_identical_calls(git_repo: Path) -> None:
 def test_different_calls_reset_the_loop_count(git_repo: Path) -> None:
     same = {"tool_calls": [call("Read", file_path="calc.py")]}
     other = {"tool_calls": [call("Glob", pattern="*.py")]}
-    traj = episode(git_repo, [same] * 4 + [other] + [same] * 4 + [{"content": "ok"}])
+    traj = episode(git_repo, [same] * 4 + [other] + [same] * 4 + [{"content": "ok"}], limits=Limits.with_safeguards())
     assert traj.exit_reason == "final_answer"
 
 
@@ -97,7 +97,7 @@ def test_replay_exhausted(git_repo: Path) -> None:
 
 def test_format_error_after_three_unparseable_calls(git_repo: Path) -> None:
     broken = {"content": '<tool_call>\n{"name": "Read", "arguments": {"file_path": \n</tool_call>'}
-    traj = episode(git_repo, [broken] * 3)
+    traj = episode(git_repo, [broken] * 3, limits=Limits.with_safeguards())
     assert traj.exit_reason == "format_error"
     nudges = [m for m in traj.messages if m.role == "user"][1:]
     assert len(nudges) == 2 and all(m.content.startswith("Format error:") for m in nudges)
@@ -106,7 +106,7 @@ def test_format_error_after_three_unparseable_calls(git_repo: Path) -> None:
 def test_a_good_call_resets_the_format_error_count(git_repo: Path) -> None:
     broken = {"content": "<tool_call>\n<function=Read>\n<parameter=file_path>"}
     good = {"tool_calls": [call("Glob", pattern="*.py")]}
-    traj = episode(git_repo, [broken, broken, good, broken, broken, {"content": "done"}])
+    traj = episode(git_repo, [broken, broken, good, broken, broken, {"content": "done"}], limits=Limits.with_safeguards())
     assert traj.exit_reason == "final_answer"
 
 

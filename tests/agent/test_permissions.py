@@ -74,7 +74,8 @@ def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     script = f"echo ok > inside.txt; touch {outside} 2>/dev/null && echo wrote-outside; " \
              "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null || echo no-network"
     sandbox = open_sandbox("bwrap", work, work, tmp_path / "state")
-    proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          cwd=work)
     sandbox.close()
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip(f"bubblewrap cannot create namespaces here: {proc.stderr.strip()}")

@@ -84,3 +84,21 @@ def test_gate_refuses_the_lexical_escapes(command: str) -> None:
                                      "ls $(pwd)", "git status"])
 def test_gate_allows_ordinary_work(command: str) -> None:
     assert bash_refusal(command, ROOT, HOME) is None
+
+
+def test_stale_private_tmp_of_a_dead_leaf_is_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"leaf-tmp-{dead.pid}-abc"
+    stale.mkdir()
+    mine = tmp_path / "leaf-tmp-1-abc"  # pid 1 is alive
+    mine.mkdir()
+    open_sandbox("none", tmp_path, tmp_path, tmp_path / "state")  # no sweep for none
+    from leaf_cli.agent.sandbox import _sweep_stale_tmp
+
+    _sweep_stale_tmp()
+    assert not stale.exists() and mine.exists()

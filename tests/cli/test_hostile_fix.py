@@ -320,3 +320,42 @@ def test_max_time_stops_the_rest_of_a_turn(git_repo: Path, tmp_path: Path) -> No
     code, out = fix_json(git_repo, script(tmp_path / "s.jsonl", turn(*calls), {"content": "ok"}), "--max-time", "1", "t")
     assert code == 1 and out["exit_reason"] == "max_time"
     assert (git_repo / "a.txt").exists() and not (git_repo / "b.txt").exists() and not (git_repo / "c.txt").exists()
+
+
+@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap missing")
+def test_sandbox_keeps_background_jobs_across_calls_and_ends_them_with_the_episode(git_repo: Path, tmp_path: Path) -> None:
+    """One sandbox per episode: a job started in one call is alive in the next (as without a sandbox, as in
+    FrogNano's harness), and gone when the run ends."""
+    start = "nohup bash -c 'while true; do date +%s%N > tick.txt; sleep 0.05; done' >/dev/null 2>&1 & echo started"
+    check = "a=$(cat tick.txt); sleep 0.3; b=$(cat tick.txt); test \"$a\" != \"$b\" && echo alive; echo tmp > /tmp/kept"
+    out = run_fix(git_repo, tmp_path, "auto", turn(call("Bash", command=start)), turn(call("Bash", command=check)),
+                  turn(call("Bash", command="cat /tmp/kept")), {"content": "ok"})
+    seen = observations(out)
+    assert "alive" in seen[1] and seen[2].startswith("Exit code: 0\nSTDOUT:\ntmp\n")
+    last = (git_repo / "tick.txt").read_text()
+    time.sleep(0.4)
+    assert (git_repo / "tick.txt").read_text() == last, "the episode's background job outlived the run"
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_linked_worktree_run_can_commit_and_undo_restores_it(tmp_path: Path, sandbox: str) -> None:
+    main = messy_repo(tmp_path / "work")
+    sh(main, "git worktree add -q ../linked -b linked feature")
+    linked = tmp_path / "linked"
+    before, main_before = fingerprint(linked), fingerprint(main)
+    agent = "echo x > x.txt && git add x.txt && git -c user.name=a -c user.email=a@b commit -qm agent && echo committed"
+    out = run_fix(linked, tmp_path, sandbox, turn(call("Bash", command=agent)), {"content": "ok"})
+    assert "committed" in observations(out)[0]
+    undo(linked)
+    assert fingerprint(linked) == before and fingerprint(main) == main_before
+
+
+def test_missing_bubblewrap_is_one_line_before_any_checkpoint(git_repo: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))  # git, but no bwrap on this PATH
+    spec = script(tmp_path / "s.jsonl", {"content": "ok"})
+    result = leaf("fix", "--json", "--workdir", str(git_repo), "--model", spec, "--sandbox", "bwrap", "task",
+                  env={"PATH": str(bin_dir)})
+    assert result.exit_code == 2 and "install bubblewrap" in result.stderr and "--sandbox none" in result.stderr
+    assert "No runs" in leaf("runs", "--workdir", str(git_repo)).stdout

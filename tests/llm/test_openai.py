@@ -283,3 +283,45 @@ def test_empty_stream_is_asked_again_unstreamed(server: Scripted) -> None:
     assert turn.content == "plain"
     assert server.requests[0]["stream"] is True and server.requests[1]["stream"] is False
     assert "stream_options" not in server.requests[1]
+
+
+def test_turn_cap_goes_as_max_completion_tokens_and_max_tokens(server: Scripted) -> None:
+    server.replies.append({"json": completion({"content": "ok"})})
+    OpenAIEngine(server.url, "m", stream=False).complete(conversation(), [READ_TOOL], Sampling(max_tokens=123))
+    sent = server.requests[0]
+    assert sent["max_completion_tokens"] == 123 and sent["max_tokens"] == 123  # llama_cpp.server reads only max_tokens
+    assert sent["tool_choice"] == "auto" and sent["parallel_tool_calls"] is True
+
+
+@pytest.mark.parametrize(("error", "kept"), [
+    ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+     "max_completion_tokens"),
+    ("1 validation error: max_completion_tokens: Extra inputs are not permitted", "max_tokens"),
+])
+def test_a_server_rejecting_one_cap_field_gets_the_other(server: Scripted, error: str, kept: str) -> None:
+    server.replies += [{"status": 400, "json": {"error": {"message": error}}}, {"json": completion({"content": "a"})},
+                       {"json": completion({"content": "b"})}]
+    engine = OpenAIEngine(server.url, "m", stream=False)
+    assert engine.complete(conversation(), [], Sampling(max_tokens=50)).content == "a"
+    assert engine.complete(conversation(), [], Sampling(max_tokens=50)).content == "b"  # remembered
+    for sent in server.requests[1:]:
+        assert sent[kept] == 50 and len({"max_tokens", "max_completion_tokens"} & set(sent)) == 1
+
+
+@pytest.mark.parametrize("message", [  # the markers of FrogNano's harness (tests/test_leaf.py)
+    "CONTEXT_LENGTH_EXCEEDED",
+    "Please reduce the length of the messages",
+    "This model's maximum context length is 131072 tokens",
+    "Input context length exceeds the model limit",
+])
+def test_context_rejections_frognano_recognised(server: Scripted, message: str) -> None:
+    server.replies.append({"status": 400, "json": {"error": {"message": message}}})
+    with pytest.raises(ContextOverflow):
+        OpenAIEngine(server.url, "m", stream=False).complete(conversation(), [], Sampling())
+
+
+def test_usage_the_server_does_not_send_is_unknown_not_zero(server: Scripted) -> None:
+    server.replies.append({"events": [chunk({"content": "hi"}), chunk({}, "stop"), "data: [DONE]\n\n"]})
+    turn = OpenAIEngine(server.url, "m").complete(conversation(), [], Sampling())
+    assert turn.content == "hi"
+    assert turn.usage.prompt_tokens is None and turn.usage.completion_tokens is None and not turn.usage.known

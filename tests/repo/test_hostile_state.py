@@ -175,3 +175,26 @@ def test_unreadable_file_refuses_to_record(tmp_path: Path) -> None:
     secret.chmod(0)
     with pytest.raises(RecordError, match="cannot record"):
         record(repo, store_for(tmp_path / "s", repo), tmp_path / "s" / "meta")
+
+
+def test_checkpoint_while_git_gc_repacks(tmp_path: Path) -> None:
+    """A `git gc` packing and deleting loose objects while the checkpoint copies them: the copy goes round
+    again until every ref and index entry is in the store, and the restore is exact."""
+    import subprocess
+
+    repo = messy_repo(tmp_path / "work")
+    sh(repo, "for i in $(seq 1 300); do echo $i > f$i.txt; done && git add f*.txt && git commit -qm many "
+             "&& for i in $(seq 1 300); do echo x$i > f$i.txt; done && git add f*.txt")
+    before = full_state(repo)
+    gc = subprocess.Popen(["bash", "-c", "for i in 1 2 3 4 5 6; do git -c gc.auto=0 gc -q --prune=now; done"],
+                          cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        store = store_for(tmp_path / "state", repo)
+        state = record(repo, store, tmp_path / "state" / "meta")
+    finally:
+        gc.wait(timeout=120)
+    sh(repo, "rm -rf .git f1.txt")
+    restore(repo, store, state)
+    after = full_state(repo)
+    for key in before:
+        assert after[key] == before[key], key

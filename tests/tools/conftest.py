@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -15,14 +15,16 @@ Call = Callable[..., str]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(tmp_path: Path) -> Iterator[Workspace]:
     """A workdir whose Bash gets a clean HOME: `bash -l` then skips the developer's shell profile (pyenv's
     rehash there is slow, and a timeout kill in the middle of it would leave a lock behind)."""
     work = tmp_path / "work"
     work.mkdir()
     home = tmp_path / "home"
     home.mkdir()
-    return Workspace(work, env={**os.environ, "HOME": str(home)})
+    workspace = Workspace(work, env={**os.environ, "HOME": str(home)})
+    yield workspace
+    workspace.end_episode()  # as run_episode does: no Bash job outlives the test
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from leaf_cli.tools import Workspace, textfile
 def test_creates_parents_and_reports_bytes(call, ws: Workspace) -> None:
     assert call("Write", file_path="a/b/c.py", content="x = 1\n") == "Wrote a/b/c.py (6 bytes)."
     assert (ws.root / "a/b/c.py").read_bytes() == b"x = 1\n"
-    assert call("Write", file_path="u.txt", content="é") == "Wrote u.txt (2 bytes)."  # bytes on disk
+    assert call("Write", file_path="u.txt", content="é") == "Wrote u.txt (1 bytes)."  # characters, as FrogNano counted
 
 
 def test_new_file_mode_follows_umask_and_no_temp_is_left(call, ws: Workspace) -> None:
@@ -34,7 +34,7 @@ def test_overwrite_keeps_mode(call, ws: Workspace) -> None:
 
 def test_crlf_bom_and_latin1_files_keep_their_form(call, ws: Workspace) -> None:
     (ws.root / "w.bat").write_bytes(b"@echo off\r\nset A=1\r\n")
-    assert call("Write", file_path="w.bat", content="@echo on\nset A=2\n") == "Wrote w.bat (19 bytes)."
+    assert call("Write", file_path="w.bat", content="@echo on\nset A=2\n") == "Wrote w.bat (17 bytes)."
     assert (ws.root / "w.bat").read_bytes() == b"@echo on\r\nset A=2\r\n"
     (ws.root / "b.txt").write_bytes(b"\xef\xbb\xbfold\n")
     call("Write", file_path="b.txt", content="new\n")
@@ -53,15 +53,21 @@ def test_symlink_inside_writes_its_target(call, ws: Workspace) -> None:
     (ws.root / "link.txt").symlink_to("real.txt")
     assert call("Write", file_path="link.txt", content="new") == "Wrote real.txt (3 bytes)."
     assert (ws.root / "link.txt").is_symlink() and (ws.root / "real.txt").read_text() == "new"
+    free = Workspace(ws.root, confined=False)  # unconfined: written through the link all the same
+    from leaf_cli.llm.messages import ToolCall
+    from leaf_cli.tools import run_tool_call
+
+    out = run_tool_call(ToolCall(id="c", name="Write", arguments={"file_path": "link.txt", "content": "again"}), free)
+    assert out.text == "Wrote real.txt (5 bytes)."
+    assert (ws.root / "link.txt").is_symlink() and (ws.root / "real.txt").read_text() == "again"
 
 
 def test_failures(call, ws: Workspace) -> None:
     (ws.root / "d").mkdir()
-    assert call("Write", file_path="d", content="x") == (
-        "IsADirectoryError: d is a directory; give the path of a file to write")
+    assert call("Write", file_path="d", content="x") == f"IsADirectoryError: [Errno 21] Is a directory: '{ws.root / 'd'}'"
     (ws.root / "f").write_text("x")
     assert call("Write", file_path="f/g.txt", content="x").startswith("FileExistsError: ")
-    assert call("Write", file_path="../out.txt", content="x").startswith("OutsideWorkspaceError: ../out.txt is outside")
+    assert call("Write", file_path="../out.txt", content="x").startswith("PermissionError: ../out.txt is outside")
     assert not (ws.root.parent / "out.txt").exists()
 
 

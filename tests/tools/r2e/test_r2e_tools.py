@@ -104,7 +104,7 @@ def test_errors_leave_files_untouched(git_repo: Path) -> None:
     missing, twice, outside, past_end, failed, nothing, _ = observations(traj)
     assert missing == "ValueError: old_str does not occur in calc.py; view the file and copy the text exactly"
     assert twice.startswith("ValueError: old_str occurs 2 times in dup.py (lines [1, 2])")
-    assert outside.startswith("OutsideWorkspaceError: ")
+    assert outside.startswith("PermissionError: ")
     assert past_end == "ValueError: view_range [5, 9] is outside calc.py, which has 2 lines"
     assert failed == "[exit status 3]\n[output]\n\n[errors]\noops\n"
     assert nothing == 'No matches for "zzz_not_here" under ..'

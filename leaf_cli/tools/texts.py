@@ -1,0 +1,52 @@
+"""Every observation text the five Leaf tools write, in one place, to be read beside FrogNano's harness.
+
+Line for line these are the texts of `frognano/harness/leaf/tool_runner.py` (the model's training
+environment); tests/tools/frognano_observations.json holds what that harness returned for 202 calls. The
+system prompt and the format-error message are in leaf_cli/agent/prompt.py; the truncation marker is
+`output.truncation_marker`. Anything else a tool shows is an OS or Python error, as `ExceptionType: message`.
+"""
+
+from __future__ import annotations
+
+NO_FILES = "No files matched."
+UNKNOWN_TOOL = "Unknown tool: {name}"
+REQUIRED = "{key} is required"
+OLD_STRING_EMPTY = "old_string must be non-empty"
+OLD_STRING_NOT_FOUND = "old_string was not found"
+OLD_STRING_MANY = "old_string matched {count} times; set replace_all=true or use a more specific old_string"
+
+
+def wrote(shown: str, chars: int) -> str:
+    return f"Wrote {shown} ({chars} bytes)."  # the harness counted characters and called them bytes
+
+
+def edited(shown: str, count: int) -> str:
+    return f"Edited {shown} ({count} replacement{'s' if count != 1 else ''})."
+
+
+def more_files(count: int) -> str:
+    return f"\n... {count} more files"
+
+
+def exit_code(code: int) -> str:
+    return f"Exit code: {code}"
+
+
+def timed_out(seconds: float) -> str:
+    return f"Timed out after {seconds:.1f}s"
+
+
+def bash_layout(head: str, stdout: str, stderr: str) -> str:
+    return f"{head}\nSTDOUT:\n{stdout}\nSTDERR:\n{stderr}"
+
+
+BASH_FIXED = len(bash_layout("", "", ""))
+"""The chars of the Bash layout around its head and the two streams."""
+
+
+# leaf's own texts, each in the harness's `ExceptionType: message` form: where its harness crashed, hung or
+# corrupted a file, and the refusals of a confined workspace (`leaf fix`; the permission layer's word).
+OUTSIDE = "{path} is outside the working directory {root}"
+DOTDOT_AFTER_WILDCARD = "{pattern}: '..' after a wildcard can leave the working directory"
+BINARY_FILE = "{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it"
+NOT_REGULAR = "not a regular file (a pipe, socket or device)"

@@ -1,0 +1,158 @@
+"""Reply parsing against the cases of the servers' own parser tests, as a table of our own.
+
+Sources: "vllm": vLLM `tests/tool_use/test_qwen3coder_tool_parser.py` (non-streaming extraction, type
+conversion) and its parser's value rules (null, float, bool, literal); "sglang": SGLang
+`test/srt/.../test_qwen3_coder_detector.py` (non-streaming `detect_and_parse`); "issue": the cases the
+protocol issue lists from the peers (reasoning before `</think>`, markup inside a parameter value, an
+unrendered template name), written from its description. Each row: the model's text (after the
+generation prompt, which opens `<think>` when `thinking`), the calls extracted, and the content left.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leaf_cli.llm.parse import parse_reply
+
+WEATHER = {"type": "function", "function": {"name": "get_current_weather", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "state": {"type": "string"}, "unit": {"type": "string", "enum": ["fahrenheit", "celsius"]}},
+    "required": ["city", "state"]}}}
+AREA = {"type": "function", "function": {"name": "calculate_area", "parameters": {"type": "object", "properties": {
+    "shape": {"type": "string"}, "dimensions": {"type": "object"}, "precision": {"type": "integer"}}}}}
+TYPES = {"type": "function", "function": {"name": "test_types", "parameters": {"type": "object", "properties": {
+    "int_param": {"type": "integer"}, "float_param": {"type": "float"}, "bool_param": {"type": "boolean"},
+    "str_param": {"type": "string"}, "obj_param": {"type": "object"}, "num_param": {"type": "number"},
+    "arr_param": {"type": "array"}}}}}
+WRITE = {"type": "function", "function": {"name": "Write", "parameters": {"type": "object", "properties": {
+    "file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}}}
+BASH = {"type": "function", "function": {"name": "Bash", "parameters": {"type": "object", "properties": {
+    "command": {"type": "string"}, "timeout": {"type": "number"}}, "required": ["command"]}}}
+SG_WEATHER = {"type": "function", "function": {"name": "sg_weather", "parameters": {"type": "object", "properties": {
+    "location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    "days": {"type": "integer"}}, "required": ["location"]}}}
+SQL = {"type": "function", "function": {"name": "sql_interpreter", "parameters": {"type": "object", "properties": {
+    "query": {"type": "string"}, "dry_run": {"type": "boolean"}}}}}
+TODO = {"type": "function", "function": {"name": "TodoWrite", "parameters": {"type": "object", "properties": {
+    "todos": {"type": "array", "items": {"type": "object"}}}}}}
+TOOLS = [WEATHER, AREA, TYPES, WRITE, BASH, SG_WEATHER, SQL, TODO]
+
+
+def sg(name: str, **params: str) -> str:
+    """SGLang's test layout: values without the template's surrounding newlines."""
+    body = "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+def xml(name: str, **params: str) -> str:
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+DALLAS = xml("get_current_weather", city="Dallas", state="TX", unit="fahrenheit")
+ORLANDO = xml("get_current_weather", city="Orlando", state="FL", unit="fahrenheit")
+DALLAS_ARGS = {"city": "Dallas", "state": "TX", "unit": "fahrenheit"}
+FILE_WITH_MARKUP = 'print("<tool_call>")\n# <parameter=x> and <function=y> are text here\n</tool_call> too'
+
+# (source, id, text, thinking, expected calls as (name, arguments), expected content)
+CASES: list[tuple[str, str, str, bool, list[tuple[str, dict[str, Any]]], str]] = [
+    ("vllm", "no_tools", "This is a test response without any tool calls", False, [],
+     "This is a test response without any tool calls"),
+    ("vllm", "single_tool", DALLAS, False, [("get_current_weather", DALLAS_ARGS)], ""),
+    ("vllm", "single_tool_with_content", "Sure! Let me check the weather for you." + DALLAS, False,
+     [("get_current_weather", DALLAS_ARGS)], "Sure! Let me check the weather for you."),
+    ("vllm", "single_tool_multiline_param", xml("calculate_area", shape="rectangle",
+                                                dimensions='{"width": 10, \n "height": 20}', precision="2"), False,
+     [("calculate_area", {"shape": "rectangle", "dimensions": {"width": 10, "height": 20}, "precision": 2})], ""),
+    ("vllm", "parallel_tools", DALLAS + "\n" + ORLANDO, False,
+     [("get_current_weather", DALLAS_ARGS), ("get_current_weather", {"city": "Orlando", "state": "FL",
+                                                                     "unit": "fahrenheit"})], ""),
+    ("vllm", "tool_with_typed_params", "Let me calculate that area for you." + xml(
+        "calculate_area", shape="circle", dimensions='{"radius": 15.5}', precision="3"), False,
+     [("calculate_area", {"shape": "circle", "dimensions": {"radius": 15.5}, "precision": 3})],
+     "Let me calculate that area for you."),
+    ("vllm", "fallback_no_tags", "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n"
+     "<parameter=state>\nTX\n</parameter>\n</function>", False,
+     [("get_current_weather", {"city": "Dallas", "state": "TX"})], ""),
+    ("vllm", "type_conversion", xml("test_types", int_param="42", float_param="3.14", bool_param="true",
+                                    str_param="hello world", obj_param='{"key": "value"}'), False,
+     [("test_types", {"int_param": 42, "float_param": 3.14, "bool_param": True, "str_param": "hello world",
+                      "obj_param": {"key": "value"}})], ""),
+    ("vllm", "null_for_typed_param", xml("test_types", int_param="null", str_param="NULL"), False,
+     [("test_types", {"int_param": None, "str_param": None})], ""),
+    ("vllm", "float_without_fraction_is_int", xml("test_types", num_param="5.0", float_param="2.50"), False,
+     [("test_types", {"num_param": 5, "float_param": 2.5})], ""),
+    ("vllm", "int_that_is_not_an_int_stays_text", xml("test_types", int_param="3.5"), False,
+     [("test_types", {"int_param": "3.5"})], ""),
+    ("vllm", "bool_other_than_true_is_false", xml("test_types", bool_param="yes"), False,
+     [("test_types", {"bool_param": False})], ""),
+    ("vllm", "python_literal_array", xml("test_types", arr_param="[1, 'x', None]"), False,
+     [("test_types", {"arr_param": [1, "x", None]})], ""),
+    ("vllm", "double_encoded_object", xml("test_types", obj_param='"{\\"key\\": 1}"'), False,
+     [("test_types", {"obj_param": {"key": 1}})], ""),
+    ("vllm", "unknown_parameter_is_text", xml("test_types", extra="12"), False, [("test_types", {"extra": "12"})], ""),
+    ("vllm", "function_tag_without_gt", "<tool_call>\n<function=get_current_weather\n<parameter=city>\nDallas\n"
+     "</parameter>\n</function>\n</tool_call>", False, [], ""),
+    ("issue", "unrendered_template_name", "<tool_call>\n<function={{ tool.name }}>\n<parameter=city>\nX\n"
+     "</parameter>\n</function>\n</tool_call>", False, [], ""),
+    ("issue", "call_inside_reasoning_is_reasoning", "Maybe " + xml("Bash", command="rm -rf build") +
+     " -- no, read first.</think>\n" + xml("Bash", command="ls"), True, [("Bash", {"command": "ls"})], ""),
+    ("issue", "unclosed_reasoning_holds_no_call", "Let me run " + xml("Bash", command="ls"), True, [], ""),
+    ("issue", "reasoning_then_content_then_call", "plan</think>\nRunning it." + xml("Bash", command="ls",
+                                                                                       timeout="30"), True,
+     [("Bash", {"command": "ls", "timeout": 30})], "Running it."),
+    ("issue", "markup_inside_a_parameter_value", xml("Write", file_path="t.py", content=FILE_WITH_MARKUP), False,
+     [("Write", {"file_path": "t.py", "content": FILE_WITH_MARKUP})], ""),
+    ("issue", "value_keeps_inner_newlines", xml("Write", file_path="a", content="\nx\n\n"), False,
+     [("Write", {"file_path": "a", "content": "\nx\n\n"})], ""),
+    ("vllm", "parameter_without_closing_tag", "<tool_call>\n<function=Bash>\n<parameter=command>\nls\n"
+     "</function>\n</tool_call>", False, [("Bash", {"command": "ls"})], ""),
+    ("issue", "text_after_calls_is_content", DALLAS + "\nDone.", False,
+     [("get_current_weather", DALLAS_ARGS)], "Done."),
+    ("sglang", "plain_text_only", "This is plain text without any tool calls.", False, [],
+     "This is plain text without any tool calls."),
+    ("sglang", "single_tool_call", sg("sg_weather", location="Boston", unit="celsius", days="3"), False,
+     [("sg_weather", {"location": "Boston", "unit": "celsius", "days": 3})], ""),
+    ("sglang", "single_tool_call_with_text_prefix", "Let me check the weather for you.\n\n" +
+     sg("sg_weather", location="New York"), False, [("sg_weather", {"location": "New York"})],
+     "Let me check the weather for you."),
+    ("sglang", "multiple_tool_calls", sg("sg_weather", location="New York") + "\n" +
+     sg("sql_interpreter", query="SELECT * FROM users", dry_run="True"), False,
+     [("sg_weather", {"location": "New York"}), ("sql_interpreter", {"query": "SELECT * FROM users", "dry_run": True})],
+     ""),
+    ("sglang", "integer_parameter_conversion", sg("sg_weather", location="Tokyo", days="5"), False,
+     [("sg_weather", {"location": "Tokyo", "days": 5})], ""),
+    ("sglang", "boolean_parameter_conversion", sg("sql_interpreter", query="SELECT 1", dry_run="True"), False,
+     [("sql_interpreter", {"query": "SELECT 1", "dry_run": True})], ""),
+    ("sglang", "complex_array_parameter", sg("TodoWrite", todos='\n[\n  {"content": "Buy groceries", "status": '
+     '"pending"},\n  {"content": "Finish report", "status": "completed"}\n]\n'), False,
+     [("TodoWrite", {"todos": [{"content": "Buy groceries", "status": "pending"},
+                               {"content": "Finish report", "status": "completed"}]})], ""),
+    ("sglang", "empty_parameter_value", sg("sg_weather", location=""), False, [("sg_weather", {"location": ""})], ""),
+    ("sglang", "parameter_with_special_characters", sg("sql_interpreter", query="SELECT * FROM users WHERE name = "
+     "'John \"Doe\"'"), False, [("sql_interpreter", {"query": "SELECT * FROM users WHERE name = 'John \"Doe\"'"})], ""),
+    ("sglang", "incomplete_tool_call_does_not_crash", "<tool_call>\n<function=sg_weather>\n<parameter=location>London",
+     False, [("sg_weather", {"location": "London"})], ""),
+    ("leaf", "code_block_with_arguments_is_plain_text",
+     'Call it like this:\n```python\nclient.call({"name": "f", "arguments": x})\n```', False, [],
+     'Call it like this:\n```python\nclient.call({"name": "f", "arguments": x})\n```'),
+]
+
+
+@pytest.mark.parametrize(("source", "case", "text", "thinking", "calls", "content"), CASES, ids=[c[1] for c in CASES])
+def test_parses_as_the_peers(source: str, case: str, text: str, thinking: bool,
+                             calls: list[tuple[str, dict[str, Any]]], content: str) -> None:
+    reply = parse_reply(text, TOOLS, in_reasoning=thinking)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == calls
+    assert reply.content == content
+
+
+def test_plain_text_with_arguments_is_not_a_format_error() -> None:
+    reply = parse_reply(next(c[2] for c in CASES if c[1] == "code_block_with_arguments_is_plain_text"), TOOLS)
+    assert reply.parse_error is None and reply.tool_calls == []
+
+
+def test_broken_markup_is_a_format_error() -> None:
+    assert parse_reply(next(c[2] for c in CASES if c[1] == "function_tag_without_gt"), TOOLS).parse_error is not None
+    assert parse_reply("<tool_call>\n</tool_call>", TOOLS).parse_error is not None
