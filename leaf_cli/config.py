@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     constrain_tools: bool = Field(False, description="Grammar-constrain tool calls (in-process engine).")
     temperature: float | None = Field(None, ge=0, description="Sampling temperature; the model's manifest decides when unset.")
     seed: int | None = Field(None, description="Sampling seed, for reproducible runs.")
+    thinking_budget: int | None = Field(None, ge=1, description="Most reasoning tokens per reply before the in-process engine closes it with </think>; unset = no limit.")
 
 
 def user_config_path() -> Path:

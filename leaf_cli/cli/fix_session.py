@@ -244,7 +244,7 @@ def sampling_for_model(settings: Any) -> Any:
     except LeafError:
         sampling = None
     sampling = sampling or Sampling()
-    overrides = {k: v for k in ("temperature", "seed") if (v := getattr(settings, k)) is not None}
+    overrides = {k: v for k in ("temperature", "seed", "thinking_budget") if (v := getattr(settings, k, None)) is not None}
     return sampling.model_copy(update=overrides)
 
 

@@ -32,6 +32,10 @@ _OVERFLOW = re.compile(r"context[_ ]length[_ ]exceeded|reduce the length|maximum
 TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
 """Both carry the turn's cap: OpenAI's current name, and the one llama_cpp.server and older servers read
 (they ignore the other silently). A server that rejects one of them gets the other alone."""
+# A server whose template cannot render the conversation (llama_cpp.server's Jinja has no `from_json`, which the
+# Qwen3.5 template applies to string tool-call arguments) answers 500; it is not transient.
+_TEMPLATE_FAILURE = re.compile(r"no filter named|TemplateSyntaxError|TemplateRuntimeError|UndefinedError|"
+                               r"jinja|chat template", re.I)
 _CALL_MARKUP = ("<tool_call", "<function=", "<think>", "</think>", "```", '"arguments"')
 
 
@@ -126,6 +130,7 @@ class OpenAIEngine:
         while True:
             sent = body if self._send_extras else {k: v for k, v in body.items() if k not in EXTRA_PARAMS}
             delivered = [False]  # set once a delta reached on_delta: a retry then would show text twice
+            answered = False  # the server sent a status line: a transport error after it is not "unreachable"
 
             def relay(kind: Any, text: str) -> None:
                 delivered[0] = True
@@ -134,6 +139,7 @@ class OpenAIEngine:
 
             try:
                 with self._client.stream("POST", self.url, json=sent) as response:
+                    answered = True
                     if response.status_code >= 400:
                         response.read()
                         if self._adapt(response, body):
@@ -150,6 +156,12 @@ class OpenAIEngine:
                 body.pop("stream_options", None)
                 continue
             except httpx.TransportError as exc:
+                if answered and not delivered[0] and body.get("stream"):
+                    # llama_cpp.server answers 200, then drops the stream when the request fails before the
+                    # first token (a chat template error): unstreamed, the same request returns the real error.
+                    body["stream"] = False
+                    body.pop("stream_options", None)
+                    continue
                 if delivered[0] or attempt >= self.max_retries:
                     raise EngineError(f"cannot reach the model server at {self.base_url}: "
                                       f"{type(exc).__name__}: {str(exc) or 'connection failed'}") from None
@@ -187,6 +199,8 @@ class OpenAIEngine:
         code = response.status_code
         if _OVERFLOW.search(message) or _OVERFLOW.search(response.text):
             raise ContextOverflow(f"the conversation does not fit the server's context: {message}")
+        if _TEMPLATE_FAILURE.search(message):  # the same conversation fails the same way: no retry
+            raise EngineError(f"the model server's chat template failed on this conversation (HTTP {code}): {message}")
         if code in RETRY_STATUS and attempt < self.max_retries:
             return _retry_after(response)
         if code in (401, 403):
