@@ -108,6 +108,17 @@ def resolve_kind(kind: str) -> str:
     return "none"  # no sandbox exists for this platform: run without one, after the warning
 
 
+def sandbox_program(kind: str) -> str:
+    """The program of sandbox `kind` (bwrap or sandbox-exec); LeafError with the install hint when missing."""
+    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
+    if exe is None:
+        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
+                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
+        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
+                        "agent's commands without one")
+    return exe
+
+
 def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: bool = False,
                  git_dirs: tuple[Path, ...] = (), env: dict[str, str] | None = None) -> AgentSandbox:
     """The sandbox for one episode in work tree `top` (commands start in `cwd`).
@@ -118,12 +129,7 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     kind = resolve_kind(kind)
     if kind == "none":
         return AgentSandbox("none")
-    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
-    if exe is None:
-        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
-                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
-        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
-                        "agent's commands without one")
+    exe = sandbox_program(kind)
     state_root.mkdir(parents=True, exist_ok=True)
     _sweep_stale_tmp()
     tmp_dir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))

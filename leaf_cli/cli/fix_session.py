@@ -58,6 +58,7 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust if _on_terminal(json_out, yes) else None)
+    _check_sandbox(settings.sandbox)  # a missing bubblewrap is said before any checkpoint is made
     task = _read_task(text, issue_file, gh, top)
     conversation, continued_from = _continuation(top) if continue_ else (None, None)
     if not continue_:
@@ -70,6 +71,14 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
                 interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
                 conversation=conversation, continued_from=continued_from)
+
+
+def _check_sandbox(kind: str) -> None:
+    from leaf_cli.agent.sandbox import resolve_kind, sandbox_program
+
+    resolved = resolve_kind(kind)
+    if resolved != "none":
+        sandbox_program(resolved)
 
 
 def _on_terminal(json_out: bool, yes: bool) -> bool:

@@ -348,3 +348,14 @@ def test_linked_worktree_run_can_commit_and_undo_restores_it(tmp_path: Path, san
     assert "committed" in observations(out)[0]
     undo(linked)
     assert fingerprint(linked) == before and fingerprint(main) == main_before
+
+
+def test_missing_bubblewrap_is_one_line_before_any_checkpoint(git_repo: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))  # git, but no bwrap on this PATH
+    spec = script(tmp_path / "s.jsonl", {"content": "ok"})
+    result = leaf("fix", "--json", "--workdir", str(git_repo), "--model", spec, "--sandbox", "bwrap", "task",
+                  env={"PATH": str(bin_dir)})
+    assert result.exit_code == 2 and "install bubblewrap" in result.stderr and "--sandbox none" in result.stderr
+    assert "No runs" in leaf("runs", "--workdir", str(git_repo)).stdout

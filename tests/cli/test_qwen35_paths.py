@@ -44,3 +44,26 @@ def test_chat_follow_up_is_the_templates_rendering_from_a_checkpoint(git_repo: P
     assert prompt == engine._tokenize(canonical)  # what the template renders, earlier reasoning dropped
     assert 0 < now.cached_tokens < now.prompt_tokens
     assert engine.last_evaluated < now.prompt_tokens // 2  # from a checkpoint, not the whole conversation
+
+
+def test_fix_then_continue_renders_the_saved_conversation_canonically(git_repo: Path, tiny_qwen35_gguf: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`leaf fix`, then `leaf fix --continue` with a fresh engine (as a new process has): its first prompt is the
+    Qwen3.5 template's rendering of the saved conversation, tokenized once; nothing is reused from before."""
+    from leaf_cli.cli import fix_session
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+    from leaf_cli.tools import TOOLS, tool_schemas
+    from tests.cli.fixcli import fix_json
+
+    monkeypatch.setattr(fix_session, "sampling_for_model", lambda _s: Sampling(temperature=0.0, max_tokens=16))
+    options = ("--yes", "--n-ctx", "8192", "--max-turns", "1")
+    _code, first = fix_json(git_repo, str(tiny_qwen35_gguf), *options, "Look at calc.py.")
+    _code, second = fix_json(git_repo, str(tiny_qwen35_gguf), *options, "--continue", "Now run the tests.")
+    assert second["messages"][:len(first["messages"])] == first["messages"]
+    turn = second["usage"]["turns"][0]
+    assert turn["cached_tokens"] == 0  # a fresh engine holds nothing
+    traj = load(Path(second["trajectory"]))
+    engine = LlamaCppEngine(tiny_qwen35_gguf, n_ctx=512)
+    reloaded = traj.messages[:len(first["messages"]) + 1]
+    expected = engine.template.render_messages(reloaded, tool_schemas(TOOLS), True, True)
+    assert traj.token_log.ids[:turn["prompt_tokens"]] == engine._tokenize(expected)
