@@ -20,6 +20,7 @@ from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
 from leaf_cli.tools import Workspace
+from leaf_cli.tools.host import ToolHost, host_argv, host_env
 
 
 class AttemptWorkspace(BaseModel):
@@ -76,15 +77,19 @@ def extract_patch(ws: AttemptWorkspace, task: Task) -> tuple[str, str, list[str]
 
 
 def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) -> Workspace:
-    """The tools' workspace: Bash runs inside the sandbox with the task's venv first on PATH."""
+    """The tools' workspace, unconfined: Bash runs inside the sandbox with the task's venv first on PATH, and
+    Read, Write, Edit and Glob in a process inside that sandbox too."""
     roots = [str(ws.root / "src")] if (ws.root / "src").is_dir() else []
     variables = {
         "PATH": f"{env.bin}:/usr/local/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(env.path), "HOME": str(ws.home),
         "TMPDIR": str(ws.home), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": ":".join([*roots, str(ws.root)]), "PIP_NO_INDEX": "1", "GIT_CONFIG_NOSYSTEM": "1",
     }
-    prefix = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent])
-    return Workspace(root=ws.root, env=variables, bash_prefix=prefix)
+    box = {"cwd": ws.root, "writable": [ws.root, ws.home], "readonly": [env.path.parent]}
+    # The sandbox is the boundary (as FrogNano's container was): the tools take any path, and the file tools
+    # run in the same sandbox as Bash (tools/host.py), so a path outside the tree is the sandbox's.
+    host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
+    return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False, file_host=host)
 
 
 def attempt_limits(task: Task, limits: Limits | None) -> Limits:

@@ -92,7 +92,9 @@ class HostPathSandbox:
 
 
 class SubprocessSandbox(HostPathSandbox):
-    """A plain subprocess: fast and simple, for trusted code (tests, gold patches). Network is not cut."""
+    """A plain subprocess: fast and simple, for trusted code (tests, gold patches). Network is not cut, and
+    nothing is isolated: the agent's file tools (tools/host.py) run with no sandbox around them either, so their
+    unconfined paths reach the whole host."""
 
     name = "subprocess"
 
