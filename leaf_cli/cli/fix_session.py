@@ -244,7 +244,7 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
 
 def sampling_for_model(settings: Any) -> Any:
     """The model's recommended sampling (the loop's defaults when it has none), with the user's
-    `temperature` and `seed` on top."""
+    `temperature`, `seed`, `thinking_budget` and `max_tokens` on top."""
     from leaf_cli.llm.engine import Sampling
     from leaf_cli.models.resolve import sampling_for
 
@@ -253,7 +253,7 @@ def sampling_for_model(settings: Any) -> Any:
     except LeafError:
         sampling = None
     sampling = sampling or Sampling()
-    overrides = {k: v for k in ("temperature", "seed", "thinking_budget") if (v := getattr(settings, k, None)) is not None}
+    overrides = {k: v for k in ("temperature", "seed", "thinking_budget", "max_tokens") if (v := getattr(settings, k, None)) is not None}
     return sampling.model_copy(update=overrides)
 
 
