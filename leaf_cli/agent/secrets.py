@@ -20,8 +20,9 @@ SECRET_NAMES = frozenset({"PGPASSWORD", "MYSQL_PWD", "SSH_AUTH_SOCK", "GPG_AGENT
                           "DOCKER_AUTH_CONFIG", "NETRC", "GIT_ASKPASS", "SSH_ASKPASS"})
 _URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.I)
 _SAFE_NAMES = frozenset({"PWD", "OLDPWD", "XAUTHORITY"})
-_MIN_REDACT = 8
-"""Shorter values are too likely to occur by chance to be replaced in text."""
+_MIN_REDACT = 6
+"""Values shorter than this are never redacted: they occur in ordinary text by chance, and replacing them
+would shred it (a `PGPASSWORD=abc` would turn every "abc" of a trajectory into a marker)."""
 
 
 def is_secret(name: str, value: str) -> bool:
@@ -39,7 +40,14 @@ def scrub_env(environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[
 
 
 class Redactor:
-    """Replaces the value of every secret variable of leaf's environment with `[secret NAME]` in text."""
+    """Replaces the value of every secret variable of leaf's environment with `[secret NAME]` in text.
+
+    The one redaction of leaf's records: the trajectory files (every line, through `trajectory.json_line`),
+    the JSON output of `leaf fix`, the observations `leaf replay` prints. The secrets are those `scrub_env`
+    keeps from the agent; a variable let in by `--pass-env` is the user's explicit choice and stays
+    unredacted (the record then shows what the agent really saw). Values shorter than `_MIN_REDACT` (6)
+    characters are not redacted. The user's files are never touched: only leaf's records are redacted.
+    """
 
     def __init__(self, environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> None:
         keep = {name.upper() for name in pass_env}
@@ -52,6 +60,10 @@ class Redactor:
             if value in text:
                 text = text.replace(value, f"[secret {name}]")
         return text
+
+    def touches(self, value: Any) -> bool:
+        """Whether any string inside a JSON-like value holds a secret value."""
+        return self.obj(value) != value
 
     def obj(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value."""
