@@ -71,12 +71,14 @@ def test_a_file_name_that_is_not_utf8_is_written_and_read_back(git_repo, tmp_pat
 
 def test_every_line_is_redacted_on_disk_and_the_trajectory_in_memory_is_not(tmp_path: Path) -> None:
     token, password = "ghp_secret0123", "pg-pass-77"
-    redact = Redactor({"GITHUB_TOKEN": token, "PGPASSWORD": password, "SHORT_TOKEN": "abc12", "HOME": "/home/u"},
+    redact = Redactor({"GITHUB_TOKEN": token, "PGPASSWORD": password, "SHORT_TOKEN": "abc12", "HOME": "/home/u",
+                       "LEAF_HOME": "/leaf/state", "LEAF_API_KEY": "sk-leaf-0099"},
                       pass_env=["PGPASSWORD"])
     traj = Trajectory(run_id="r1", task=f"use {token}", model="m", workdir="/w",
                       messages=[Message(role="system", content="s"), Message(role="user", content=f"use {token}")])
     writer = TrajectoryWriter(tmp_path / "t.jsonl", traj, redact)
-    traj.messages.append(Message(role="tool", content=f"{token}\n{password}\nabc12 /home/u", tool_call_id="c1"))
+    traj.messages.append(Message(role="tool", content=f"{token}\n{password}\nabc12 /home/u\nls /leaf/state sk-leaf-0099",
+                                 tool_call_id="c1"))
     traj.turns.append(TurnRecord(index=0, finish_reason="stop", usage=TurnUsage(), seconds=0.1, parse_error=token))
     traj.exit_reason, traj.exit_message, traj.patch = "error", f"failed: {token}", f"+{token}\n"
     traj.token_log = TokenLog(ids=[1, 2, 3], mask=[0, 1, 1], logprobs=[0.0, -0.1, -0.2], versions=[-1, 0, 0])
@@ -85,6 +87,7 @@ def test_every_line_is_redacted_on_disk_and_the_trajectory_in_memory_is_not(tmp_
     assert token not in raw and raw.count("[secret GITHUB_TOKEN]") == 6  # header, user, tool, turn, error, patch
     assert password in raw  # passed by --pass-env: the user's choice, recorded as the agent saw it
     assert "abc12 /home/u" in raw  # too short, and not a secret: kept
+    assert "ls /leaf/state [secret LEAF_API_KEY]" in raw  # leaf's state path is hidden, not a credential
     loaded = load(tmp_path / "t.jsonl")
     assert loaded.token_log is None  # its ids would spell the secret back
     assert traj.messages[2].content.startswith(token) and traj.token_log is not None  # memory untouched
