@@ -65,3 +65,42 @@ def test_agent_workspace_is_unconfined_with_its_file_tools_in_the_sandbox(toolz_
     assert not tools_ws.confined and tools_ws.file_host is not None
     assert tools_ws.file_host.argv[:len(tools_ws.bash_prefix)] == tools_ws.bash_prefix  # the same sandbox as Bash
     tools_ws.end_episode()
+
+
+def test_one_tmp_for_the_whole_attempt_and_none_shared_between_attempts(toolz_tasks, tmp_path: Path) -> None:
+    """FrogNano's container had one /tmp per episode: every Bash call and the file tools share the attempt's."""
+    path, tasks = toolz_tasks
+    task = next(t for t in tasks if t.instance_id.endswith(".second"))
+    env, sandbox = get_env(task, path.parent), make_sandbox("bwrap")
+    name = f"leaf-14c-{tmp_path.name}"  # unique on this host: a stray /tmp file from another run cannot pass
+    x, y = Path("/tmp") / f"{name}-x", Path("/tmp") / f"{name}-y"
+    first = make_attempt_workspace(task, tmp_path / "a", path.parent)
+    turns = [{"tool_calls": [call("Bash", command=f"echo bash-one > {x}")]},
+             {"tool_calls": [call("Bash", command=f"cat {x}")]},
+             {"tool_calls": [call("Write", file_path=str(y), content="from-write\n")]},
+             {"tool_calls": [call("Bash", command=f"cat {y}")]},
+             {"tool_calls": [call("Read", file_path=str(x))]},
+             {"content": "Done."}]
+    outcome = run_attempt(task, ReplayEngine(turns), first, env, sandbox, limits=Limits(max_turns=10))
+    observations = [m.content for m in outcome.trajectory.messages if m.role == "tool"]
+    assert len(observations) == 5
+    assert observations[1] == "Exit code: 0\nSTDOUT:\nbash-one\n\nSTDERR:\n"  # call 1's file, still there in call 2
+    assert observations[2] == f"Wrote {y} (11 bytes)."
+    assert observations[3] == "Exit code: 0\nSTDOUT:\nfrom-write\n\nSTDERR:\n"  # the file tools' /tmp is Bash's
+    assert observations[4] == f"{x}\n1. bash-one"
+    assert not x.exists() and not y.exists()  # the host's /tmp received neither
+    assert first.tmp == tmp_path / "a" / "tmp" and (first.tmp / x.name).read_text() == "bash-one\n"
+    assert "tmp/" not in outcome.raw_patch  # beside the tree, never in the patch
+
+    second = make_attempt_workspace(task, tmp_path / "b", path.parent)
+    turns = [{"tool_calls": [call("Bash", command=f"cat {x} {y}")]},
+             {"tool_calls": [call("Read", file_path=str(y))]},
+             {"content": "Done."}]
+    outcome = run_attempt(task, ReplayEngine(turns), second, env, sandbox, limits=Limits(max_turns=10))
+    observations = [m.content for m in outcome.trajectory.messages if m.role == "tool"]
+    assert observations[0].startswith("Exit code: 1\nSTDOUT:\n\nSTDERR:\n") and "bash-one" not in observations[0]
+    assert f"{x}: No such file or directory" in observations[0] and f"{y}: No such file or directory" in observations[0]
+    assert observations[1] == f"FileNotFoundError: [Errno 2] No such file or directory: '{y}'"
+
+    shutil.rmtree(tmp_path / "a")  # what the runner's TemporaryDirectory does after the attempt
+    assert not first.tmp.exists()  # bwrap's mount points left inside it do not block its removal
