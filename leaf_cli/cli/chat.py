@@ -214,7 +214,7 @@ class ChatSession:
         limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
-
+        from leaf_cli.agent.secrets import Redactor
         from leaf_cli.cli.fix_session import hook_episode_end
 
         traj = None
@@ -226,7 +226,8 @@ class ChatSession:
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
                                    conversation=self.conversation, on_event=view, gate=self.gate,
                                    trajectory_path=path, run_id=self.run.run_id,
-                                   patch_fn=lambda: lifecycle.run_patch(self.run))
+                                   patch_fn=lambda: lifecycle.run_patch(self.run),
+                                   redact=Redactor(os.environ, self.settings.pass_env))
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:

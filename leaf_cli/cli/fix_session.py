@@ -183,6 +183,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     sandbox = open_agent_sandbox(settings, plan.top, plan.root)
     reaper = Reaper.start(watch=sandbox.kind == "none")
+    redact = Redactor(os.environ, settings.pass_env)  # the secrets kept from the agent stay out of leaf's records
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
         hook_episode_end(workspace, reaper, sandbox)
@@ -190,7 +191,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                            limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
-                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
+                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run), redact=redact)
     finally:
         reaper.stop()  # the agent's commands and everything they started, whatever session they moved to
         sandbox.close()
@@ -208,7 +209,6 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
         from leaf_cli.cli.fix_review import review
 
         review(console, run, patch, traj.final_answer(), plan.task)
-    redact = Redactor(os.environ, settings.pass_env)
     return Result(exit_reason=exit_reason, turns=traj.assistant_turns(),
                   messages=redact.obj([m.to_openai() for m in traj.messages]), patch=redact.text(patch),
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
