@@ -49,7 +49,7 @@ def main() -> None:
     tokens = int(sys.argv[2]) if len(sys.argv) > 2 else 128
     engine = LlamaCppEngine(model_path(), n_ctx=2048)
     sampling = Sampling(max_tokens=tokens, seed=1)
-    prompt = engine._tokenize(first_prompt(engine.template, conversation().messages, [], True))
+    prompt = engine._tokenize(first_prompt(engine.template.render_messages, conversation().messages, [], True))
     leaf, raw = [], []
     for run in range(runs):
         leaf_tps, n_leaf = leaf_rate(engine, sampling)

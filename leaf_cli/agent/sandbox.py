@@ -33,8 +33,10 @@ HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/g
 NO_SANDBOX_WARNING = ("leaf: warning: --sandbox none: the agent's commands run as you, with no sandbox. They can "
                       "read and write your home folder, other repositories and leaf's state folder {state} "
                       "(where the checkpoints that `leaf undo` needs are kept), reach the network, and read "
-                      "other processes of yours. leaf still scrubs secrets from their environment, kills what "
-                      "they leave running, and never runs the repository's git hooks or filters itself.")
+                      "other processes of yours, leaf's own included: through /proc/<pid>/environ they can read "
+                      "leaf's environment with every secret in it (as root, or wherever leaf cannot make itself "
+                      "non-dumpable, nothing blocks this). leaf still scrubs secrets from their own environment, "
+                      "kills what they leave running, and never runs the repository's git hooks or filters itself.")
 
 
 SHELL_START_TIMEOUT = 15.0
@@ -108,6 +110,17 @@ def resolve_kind(kind: str) -> str:
     return "none"  # no sandbox exists for this platform: run without one, after the warning
 
 
+def sandbox_program(kind: str) -> str:
+    """The program of sandbox `kind` (bwrap or sandbox-exec); LeafError with the install hint when missing."""
+    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
+    if exe is None:
+        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
+                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
+        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
+                        "agent's commands without one")
+    return exe
+
+
 def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: bool = False,
                  git_dirs: tuple[Path, ...] = (), env: dict[str, str] | None = None) -> AgentSandbox:
     """The sandbox for one episode in work tree `top` (commands start in `cwd`).
@@ -118,12 +131,7 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     kind = resolve_kind(kind)
     if kind == "none":
         return AgentSandbox("none")
-    exe = shutil.which("bwrap" if kind == "bwrap" else "sandbox-exec")
-    if exe is None:
-        hint = ("install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)"
-                if kind == "bwrap" else "sandbox-exec ships with macOS; is /usr/bin on PATH?")
-        raise LeafError(f"the {kind} sandbox is not available: {hint}; or pass --sandbox none to run the "
-                        "agent's commands without one")
+    exe = sandbox_program(kind)
     state_root.mkdir(parents=True, exist_ok=True)
     _sweep_stale_tmp()
     tmp_dir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))

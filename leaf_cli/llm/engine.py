@@ -24,6 +24,8 @@ class Sampling(BaseModel):
     max_tokens: int = Field(8192, description="Most tokens one assistant turn may generate.")
     enable_thinking: bool = Field(True, description="Open a <think> block in the generation prompt.")
     seed: int | None = Field(None, description="RNG seed for reproducible sampling, where the engine has one.")
+    thinking_budget: int | None = Field(None, description="Most reasoning tokens before the in-process engine "
+                                        "closes the reasoning with `</think>` and the reply goes on; None = no limit.")
 
 
 class EngineError(Exception):

@@ -52,7 +52,8 @@ def tool_call_grammar(tools: list[dict[str, Any]], fmt: ToolFormat, *, require_c
     calls = 'call ( "\\n" call )*' if parallel else "call"
     body = calls if require_call else f"text ( {calls} )?"
     head = '"<tool_call>\\n<function="' if fmt == "qwen_xml" else '"<tool_call>\\n{\\"name\\": \\""'
-    root = f'root ::= [^<]* "</think>" ws {body}' if in_reasoning else f"root ::= {body}"
+    # After `</think>` at most a few blanks (the template writes "\n\n"): unbounded whitespace is a runaway too.
+    root = f'root ::= [^<]* "</think>" [ \\t\\n]{{0,4}} {body}' if in_reasoning else f"root ::= {body}"
     lines = [root, f"call ::= {head} ( {' | '.join(alternatives)} )", *rules]
     return "\n".join(lines) + _JSON_RULES
 

@@ -1,71 +1,75 @@
-"""The prompt text a token-level engine appends to a conversation's token log, found by incremental rendering.
+"""What a token-level engine adds to a conversation's token log each turn, found by incremental rendering.
 
-The log holds the rendered prefix and the exact sampled tokens of each assistant turn. What comes next (the
-turn's closing text, tool results, the next generation prompt) is the difference between the template's
-rendering of the messages with and without the new ones: the earlier rendering must be an exact prefix of
-the later one, else `PrefixMismatch`. One exception is allowed: a new *user* message may make a template
-rewrite earlier turns (Qwen3.5 drops the reasoning of turns before the latest user query). The log keeps what
-the model actually saw; the new text is then located after the end token that closes the last assistant turn.
+The log holds the rendered prefix and the exact sampled tokens of each assistant turn. Within a run of tool
+turns, what comes next (the reply's closing text, the tool results, the next generation prompt) is the
+difference between the template's rendering of the messages with and without the new ones: the earlier
+rendering must be an exact prefix of the later one, else `PrefixMismatch`.
+
+At a user-message boundary (a format-error message, a `leaf chat` follow-up, `--continue`) a template may
+rewrite earlier turns: Qwen3.5 drops the reasoning of assistant turns before the latest user query. Then the
+whole conversation is rendered canonically (`Extension.rebase`): the engine re-tokenizes it and keeps its
+log only up to the first token that differs, so the model sees what the template produces, as it did in
+training behind an OpenAI-compatible server. Measured in `bench/bench_prefill.py` (one re-prefill of the
+history after the first reply, from a checkpoint, on the hybrid).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from leaf_cli.llm.engine import EngineError
 from leaf_cli.llm.messages import Message
-from leaf_cli.llm.template import ChatTemplate
 
-_PROBE = "\u2063leaf-probe\u2063"
+Render = Callable[[list[Message], list[dict[str, Any]], bool, bool], str]
+"""(messages, tools, add_generation_prompt, enable_thinking) -> the prompt text."""
 
 
 class PrefixMismatch(EngineError):
     """The template renders the earlier conversation differently once new messages follow: no exact append."""
 
 
-def first_prompt(template: ChatTemplate, messages: list[Message], tools: list[dict[str, Any]],
-                 enable_thinking: bool) -> str:
+class Extension(NamedTuple):
+    """The text to append to the log; with `rebase`, the whole conversation to replace the log with."""
+
+    text: str
+    rebase: bool = False
+
+
+def first_prompt(render: Render, messages: list[Message], tools: list[dict[str, Any]], enable_thinking: bool) -> str:
     """The whole conversation rendered, ending in the generation prompt."""
-    return template.render([m.to_template() for m in messages], tools, add_generation_prompt=True,
-                           enable_thinking=enable_thinking)
+    return render(messages, tools, True, enable_thinking)
 
 
-def next_prompt(template: ChatTemplate, messages: list[Message], covered: int, tools: list[dict[str, Any]],
-                enable_thinking: bool, reply_closed: bool) -> str:
-    """Text to append after the sampled tokens of the assistant turn `messages[covered - 1]`.
+def next_prompt(render: Render, messages: list[Message], covered: int, tools: list[dict[str, Any]],
+                enable_thinking: bool, end: str, reply_closed: bool) -> Extension:
+    """What follows the sampled tokens of the assistant turn `messages[covered - 1]`.
 
-    `reply_closed`: the sampled tokens ended with the end token; if not (a cut reply) the text starts with it.
+    `end` is the text that closes an assistant turn; `reply_closed`: the sampled tokens ended with it (if not,
+    a cut reply, the appended text starts with it).
     """
     if covered < 1 or covered > len(messages) or messages[covered - 1].role != "assistant":
         raise PrefixMismatch(f"token log covers {covered} messages, but message {covered - 1} is not the "
                              "assistant reply the log ends with")
-    dicts = [m.to_template() for m in messages]
-    kwargs = {"add_generation_prompt": True, "enable_thinking": enable_thinking}
-    before = template.render(dicts[:covered], tools, add_generation_prompt=False, enable_thinking=enable_thinking)
-    after = template.render(dicts, tools, **kwargs)
-    end = template.end_token
+    after = render(messages, tools, True, enable_thinking)
+    before = render(messages[:covered], tools, False, enable_thinking)
     closing = before.rfind(end)
     if closing == -1:
         raise PrefixMismatch(f"the template does not end an assistant turn with {end!r}")
-    if after.startswith(before):
-        text = before[closing + len(end):] + after[len(before):]
-    elif any(m.role == "user" for m in messages[covered:]):
-        text = after[_end_of_last_reply(template, dicts, covered, tools, after, kwargs):]
-    else:
+    if not after.startswith(before):
+        if any(m.role == "user" for m in messages[covered:]):
+            return Extension(after, rebase=True)
         at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
         raise PrefixMismatch(f"the chat template re-renders earlier messages differently (first difference at "
                              f"character {at}: {before[at:at + 40]!r} vs {after[at:at + 40]!r})")
-    return text if reply_closed else end + text
+    text = before[closing + len(end):] + after[len(before):]
+    return Extension(text if reply_closed else end + text)
 
 
-def _end_of_last_reply(template: ChatTemplate, dicts: list[dict[str, Any]], covered: int,
-                       tools: list[dict[str, Any]], after: str, kwargs: dict[str, Any]) -> int:
-    """Where, in `after`, the text following the end token of the last covered assistant turn starts."""
-    probed = [dict(d) for d in dicts]
-    probed[covered]["content"] = _PROBE + (probed[covered].get("content") or "")
-    probe = template.render(probed, tools, **kwargs)
-    diverge = next((i for i, (a, b) in enumerate(zip(after, probe)) if a != b), min(len(after), len(probe)))
-    closing = after.rfind(template.end_token, 0, diverge)
-    if closing == -1 or _PROBE not in probe:
-        raise PrefixMismatch("cannot locate the new messages in the rendered conversation")
-    return closing + len(template.end_token)
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n

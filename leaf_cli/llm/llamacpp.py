@@ -7,14 +7,24 @@ that log, so a call evaluates only what lies beyond it: with one conversation pe
 last sampled token plus the new prompt text. That matters most for hybrid models (Qwen3.5, FrogNano), which
 llama.cpp cannot roll back: anything but an exact append would be re-evaluated from token 0.
 
+When the context must go back (a reply interrupted with Ctrl-C, a canonical re-render at a user message) or
+serve another conversation, `llama_state.StateStore` restores a saved state instead: recurrent-state
+checkpoints taken at the start of each evaluated tail and one token before each prompt's end (hybrid models),
+and whole-sequence snapshots of a conversation that another one is about to overwrite. Conversations take
+turns under a lock, so one engine may serve several threads.
+
 Sampling is leaf's own (`sampler.py`), so each sampled token comes with its behaviour log-probability under the
 distribution actually used; a grammar (`constrain_tools`) filters candidates through llama.cpp's GBNF sampler.
+A thinking budget (`Sampling.thinking_budget`) closes a reasoning that runs past it with `</think>`; those
+tokens are leaf's, not the policy's, and the token log marks them as prompt.
 """
 
 from __future__ import annotations
 
 import codecs
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,11 +34,15 @@ from leaf_cli.llm.engine import ContextOverflow, EngineError, OnDelta, Sampling
 from leaf_cli.llm.grammar import tool_call_grammar
 from leaf_cli.llm.increment import first_prompt, next_prompt
 from leaf_cli.llm.llama_runtime import GrammarFilter, load_llama
+from leaf_cli.llm.llama_state import StateStore
 from leaf_cli.llm.messages import AssistantTurn, Conversation, TokenLog, TurnUsage
 from leaf_cli.llm.parse import parse_reply
 from leaf_cli.llm.sampler import TokenSampler
 from leaf_cli.llm.stream import ThinkStreamer
 from leaf_cli.llm.template import ChatTemplate, TemplateRenderError
+
+CLOSE_REASONING = "\n</think>\n\n"
+"""What a thinking budget writes when it ends the reasoning: the template's own text after a reasoning."""
 
 
 class LlamaCppEngine:
@@ -39,13 +53,15 @@ class LlamaCppEngine:
     `parallel_tool_calls=False` allows at most one call per reply.
     `kv_cache_type`: "f16" (default), "q8_0" or "q4_0" (quantized KV turns flash attention on).
     `extra_bufts`: keep llama.cpp's REPACK/AMX buffer types (default off: they crash on AMX VMs).
+    `max_checkpoints`: recurrent-state checkpoints kept (hybrid models; ~50 MB each for a 4B Qwen3.5).
+    `snapshot_mb`: memory for whole-state snapshots of conversations waiting for their turn (0 = none).
     """
 
     def __init__(self, model_path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
                  constrain_tools: bool = False, tool_choice: Literal["auto", "required"] = "auto",
                  parallel_tool_calls: bool = True,
                  kv_cache_type: str | None = None, extra_bufts: bool | None = None, policy_version: int = 0,
-                 name: str | None = None) -> None:
+                 name: str | None = None, max_checkpoints: int = 8, snapshot_mb: int = 1024) -> None:
         self.llm, self.info = load_llama(model_path, n_ctx=n_ctx, n_threads=n_threads,
                                          kv_cache_type=kv_cache_type, extra_bufts=extra_bufts)
         self.name = name or f"llama.cpp:{Path(model_path).name}"
@@ -56,32 +72,39 @@ class LlamaCppEngine:
         self.n_vocab = self.llm.n_vocab()
         self.template = ChatTemplate(self.info.chat_template, bos_token=self._piece(self.llm.token_bos()),
                                      eos_token=self._piece(self.llm.token_eos()))
+        self.hybrid = bool(lib_is_hybrid(self.llm))
+        self.states = StateStore(self.llm, hybrid=self.hybrid, max_checkpoints=max_checkpoints,
+                                 snapshot_bytes=snapshot_mb << 20)
+        self.lock = threading.Lock()  # one conversation's turn at a time in the one context
+        self._serving: Any = None  # weak reference to the conversation the context last served
+        self._dirty = False  # a turn was interrupted: the context may hold state past `n_tokens`
         self.last_evaluated = 0  # prompt tokens the last call evaluated (benchmarks read it)
 
     def complete(self, conversation: Conversation, tools: list[dict[str, Any]], sampling: Sampling,
                  on_delta: OnDelta | None = None) -> AssistantTurn:
         """Answer the conversation's last message, extending its token log."""
+        with self.lock:
+            return self._complete(conversation, tools, sampling, on_delta)
+
+    def _complete(self, conversation: Conversation, tools: list[dict[str, Any]], sampling: Sampling,
+                  on_delta: OnDelta | None) -> AssistantTurn:
         began = time.monotonic()
-        log = conversation.token_log
-        try:
-            if log is None or not log.ids:
-                text = first_prompt(self.template, conversation.messages, tools, sampling.enable_thinking)
-                new_ids = self._bos(text) + self._tokenize(text)
-                log = TokenLog()
-            else:
-                text = next_prompt(self.template, conversation.messages, conversation.rendered_messages, tools,
-                                   sampling.enable_thinking, reply_closed=self._is_end(log.ids[-1]))
-                new_ids = self._tokenize(text)
-        except TemplateRenderError as exc:
-            raise EngineError(str(exc)) from exc
+        log, new_ids, text = self._prompt_for(conversation, tools, sampling)
         prompt = log.ids + new_ids
         if len(prompt) >= self.context_limit:
             raise ContextOverflow(f"prompt of {len(prompt)} tokens does not fit the {self.context_limit}-token context")
-        cached = self._evaluate(prompt)
-        in_reasoning = _opens_reasoning(text)
-        ids, logprobs, finish = self._generate(prompt, tools, sampling, on_delta, in_reasoning)
+        switching = self._switching_to(conversation)
+        marks = self._marks(prompt, text, first=not log.ids)
+        try:
+            cached = self._evaluate(prompt, keep_live=switching, marks=marks,
+                                    pin=conversation.messages[-1].role == "user")
+            in_reasoning = _opens_reasoning(text)
+            ids, logprobs, forced, finish = self._generate(prompt, tools, sampling, on_delta, in_reasoning)
+        except BaseException:
+            self._dirty = True  # Ctrl-C or an error mid-evaluation: what the context holds is uncertain
+            raise
         log.append_prompt(new_ids)
-        log.append_sampled(ids, logprobs, self.policy_version)
+        log.append_sampled(ids, logprobs, self.policy_version, forced=forced)
         conversation.token_log = log
         conversation.rendered_messages = len(conversation.messages) + 1  # the reply the loop appends next
         raw = self._text(ids)
@@ -91,26 +114,97 @@ class LlamaCppEngine:
                              parse_error=parsed.parse_error, raw_text=raw, finish_reason=finish, usage=usage,
                              seconds=time.monotonic() - began, token_ids=ids, logprobs=logprobs)
 
-    def _evaluate(self, prompt: list[int]) -> int:
-        """Bring the context to hold `prompt`, evaluating only the tail it lacks. Returns the tokens reused."""
-        held = self.llm.n_tokens
-        current = self.llm.input_ids[:held]
-        n = min(held, len(prompt))
-        mismatch = np.flatnonzero(current[:n] != np.asarray(prompt[:n], dtype=current.dtype))
-        keep = min(int(mismatch[0]) if len(mismatch) else n, len(prompt) - 1)  # always evaluate ≥ 1 token
-        if keep < held and not self.llm._ctx.kv_cache_seq_rm(-1, keep, -1):
-            keep = 0  # recurrent/hybrid memory cannot cut inside its state: start over
-            self.llm.reset()
-        self.llm.n_tokens = keep
-        tail = prompt[keep:]
-        self.llm.eval(tail)
-        self.last_evaluated = len(tail)
+    def _prompt_for(self, conversation: Conversation, tools: list[dict[str, Any]],
+                    sampling: Sampling) -> tuple[TokenLog, list[int], str]:
+        """(the log to extend, the tokens to append to it, the prompt text that ends in the generation prompt).
+
+        A new conversation is rendered whole; later turns append; at a user message the conversation is
+        rendered canonically and the log is kept up to the first differing token (`TokenLog.rebased`).
+        """
+        log = conversation.token_log
+        try:
+            if log is None or not log.ids:
+                text = first_prompt(self.template.render_messages, conversation.messages, tools, sampling.enable_thinking)
+                return TokenLog(), self._bos(text) + self._tokenize(text), text
+            ext = next_prompt(self.template.render_messages, conversation.messages, conversation.rendered_messages, tools,
+                              sampling.enable_thinking, self.template.end_token, reply_closed=self._is_end(log.ids[-1]))
+        except TemplateRenderError as exc:
+            raise EngineError(str(exc)) from exc
+        if ext.rebase:
+            return log.rebased(self._bos(ext.text) + self._tokenize(ext.text)), [], ext.text
+        return log, self._tokenize(ext.text), ext.text  # the log itself grows only once the turn succeeded
+
+    def _switching_to(self, conversation: Conversation) -> bool:
+        """Whether the context last served another conversation that is still alive (it may come back)."""
+        previous = self._serving() if self._serving is not None else None
+        self._serving = weakref.ref(conversation)
+        return previous is not None and previous is not conversation
+
+    def _marks(self, prompt: list[int], text: str, first: bool) -> list[int]:
+        """Where to checkpoint inside this prompt: before its generation prompt (a canonical re-render at
+        the next user message differs from there: Qwen3.5 drops that turn's `<think>`), and in a first
+        prompt after the system turn (every conversation of this engine shares it, tools included)."""
+        end = self.template.end_token
+        cut = text.rfind(end)
+        marks = [len(prompt) - len(self._tokenize(text[cut + len(end):]))] if cut >= 0 else []
+        end_ids = self._tokenize(end)
+        if first and len(end_ids) == 1 and end_ids[0] in prompt:
+            marks.append(prompt.index(end_ids[0]) + 1)
+        return sorted(set(marks))
+
+    def _evaluate(self, prompt: list[int], keep_live: bool = False, marks: list[int] = [],  # noqa: B006
+                  pin: bool = False) -> int:
+        """Bring the context to hold `prompt`, evaluating only the tail it lacks. Returns the tokens reused.
+
+        `keep_live`: the context holds another live conversation; snapshot it before overwriting it.
+        `marks`: positions to checkpoint at on the way (hybrid models); `pin`: keep those checkpoints longest.
+        """
+        target = np.asarray(prompt, dtype=np.intc)
+        keep = self._reusable(target)
+        if keep < self.llm.n_tokens or self._dirty:
+            snapshot, shared = self.states.best_snapshot(target)
+            if keep_live and self.llm.n_tokens - keep > 1:
+                self.states.snapshot()
+            if snapshot is not None and min(shared, len(prompt) - 1) > keep and self.states.restore_snapshot(snapshot):
+                keep = self._reusable(target)
+            keep = self._cut(target, keep)
+        self._dirty = False
+        self.states.checkpoint()  # where this tail starts: a Ctrl-C mid-reply comes back here
+        for mark in [m for m in marks if keep < m < len(prompt)] + [len(prompt)]:
+            self.llm.eval(prompt[self.llm.n_tokens:mark])
+            if mark < len(prompt):
+                self.states.checkpoint(pin=pin or mark != marks[-1])
+        self.last_evaluated = len(prompt) - keep
         if self.llm.n_tokens != len(prompt) or list(self.llm.input_ids[:keep]) != prompt[:keep]:
             raise EngineError("llama context does not hold the conversation's token log after evaluation")
         return keep
 
-    def _generate(self, prompt: list[int], tools: list[dict[str, Any]], sampling: Sampling,
-                  on_delta: OnDelta | None, in_reasoning: bool) -> tuple[list[int], list[float], str]:
+    def _reusable(self, target: np.ndarray) -> int:
+        """How many leading tokens of `target` the context holds, leaving at least one to evaluate."""
+        held = self.llm.n_tokens
+        n = min(held, len(target))
+        mismatch = np.flatnonzero(self.llm.input_ids[:n] != target[:n])
+        return min(int(mismatch[0]) if len(mismatch) else n, len(target) - 1)
+
+    def _cut(self, target: np.ndarray, keep: int) -> int:
+        """Drop what the context holds after `keep` tokens; returns the tokens it still holds.
+
+        Attention caches cut anywhere; a hybrid's recurrent state goes back to the latest checkpoint within
+        the shared prefix, or, without one, to token 0.
+        """
+        if self.llm._ctx.kv_cache_seq_rm(0, keep, -1):
+            self.llm.n_tokens = keep
+            return keep
+        checkpoint = self.states.best_checkpoint(target, keep)
+        if checkpoint is not None and self.states.restore_checkpoint(checkpoint):
+            return len(checkpoint.tokens)
+        self.llm.reset()
+        self.llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        return 0
+
+    def _generate(self, prompt: list[int], tools: list[dict[str, Any]], sampling: Sampling, on_delta: OnDelta | None,
+                  in_reasoning: bool) -> tuple[list[int], list[float], frozenset[int], str]:
+        """Sample a reply: (token ids, their behaviour log-probabilities, indexes leaf forced, finish reason)."""
         from llama_cpp import llama_cpp as lib
 
         budget = min(sampling.max_tokens, self.context_limit - len(prompt))
@@ -118,13 +212,22 @@ class LlamaCppEngine:
         sampler = TokenSampler(sampling, grammar.valid if grammar else None)
         streamer = ThinkStreamer(on_delta, in_reasoning)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        thinking = _Reasoning(in_reasoning, sampling.thinking_budget)
         ids: list[int] = []
         logprobs: list[float] = []
+        forced: list[int] = []
+        pending: list[int] = []  # tokens leaf writes next (closing an over-budget reasoning)
         finish = "length"
         try:
-            for _ in range(budget):
-                logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.n_vocab,))
-                token, logprob = sampler.sample(logits)
+            while len(ids) < budget:
+                if not pending and thinking.over_budget():
+                    pending = self._tokenize(CLOSE_REASONING)
+                if pending:
+                    token, logprob = pending.pop(0), 0.0
+                    forced.append(len(ids))
+                else:
+                    logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.n_vocab,))
+                    token, logprob = sampler.sample(logits)
                 ids.append(token)
                 logprobs.append(logprob)
                 if self._is_end(token):
@@ -132,7 +235,9 @@ class LlamaCppEngine:
                     break
                 if grammar is not None:
                     grammar.accept(token)
-                streamer.feed(decoder.decode(self.llm.detokenize([token], special=True)))
+                piece = decoder.decode(self.llm.detokenize([token], special=True))
+                thinking.feed(piece)
+                streamer.feed(piece)
                 if len(ids) < budget:
                     self.llm.eval([token])
         finally:
@@ -142,7 +247,7 @@ class LlamaCppEngine:
         streamer.finish()
         if finish == "length" and budget < sampling.max_tokens:
             raise ContextOverflow(f"the context of {self.context_limit} tokens filled up during the reply")
-        return ids, logprobs, finish
+        return ids, logprobs, frozenset(forced), finish
 
     def _grammar(self, tools: list[dict[str, Any]], in_reasoning: bool) -> GrammarFilter | None:
         if not self.constrain_tools or not tools:
@@ -171,6 +276,32 @@ class LlamaCppEngine:
     def _text(self, ids: list[int]) -> str:
         body = ids[:-1] if ids and self._is_end(ids[-1]) else ids
         return self.llm.detokenize(body, special=True).decode("utf-8", errors="replace")
+
+
+def lib_is_hybrid(llm: Any) -> bool:
+    """llama.cpp's own word: the model's memory has a recurrent part (Qwen3.5: Gated DeltaNet layers)."""
+    from llama_cpp import llama_cpp as lib
+
+    model = llm._model.model
+    return bool(lib.llama_model_is_hybrid(model) or lib.llama_model_is_recurrent(model))
+
+
+class _Reasoning:
+    """Counts the tokens of an open reasoning and says when it has run past the thinking budget."""
+
+    def __init__(self, open_: bool, budget: int | None) -> None:
+        self.open, self.budget, self.tokens, self.tail = open_, budget, 0, ""
+
+    def feed(self, piece: str) -> None:
+        if not self.open:
+            return
+        self.tokens += 1
+        self.tail = (self.tail + piece)[-16:]
+        if "</think>" in self.tail:
+            self.open = False
+
+    def over_budget(self) -> bool:
+        return self.open and self.budget is not None and self.tokens >= self.budget
 
 
 def _opens_reasoning(prompt_text: str) -> bool:

@@ -125,6 +125,9 @@ class TokenLog(BaseModel):
     mask: list[int] = Field(default_factory=list)
     logprobs: list[float] = Field(default_factory=list)
     versions: list[int] = Field(default_factory=list)
+    superseded: list["TokenLog"] = Field(default_factory=list)
+    """Earlier logs replaced by a canonical re-render (`rebased`), each as the model saw it: RL can still
+    train on turns sampled before a user message rewrote the history."""
 
     def append_prompt(self, ids: list[int]) -> None:
         self.ids += ids
@@ -132,13 +135,31 @@ class TokenLog(BaseModel):
         self.logprobs += [0.0] * len(ids)
         self.versions += [-1] * len(ids)
 
-    def append_sampled(self, ids: list[int], logprobs: list[float], version: int = 0) -> None:
+    def append_sampled(self, ids: list[int], logprobs: list[float], version: int = 0,
+                       forced: frozenset[int] = frozenset()) -> None:
+        """Append a reply. `forced`: indexes of tokens leaf wrote itself (a thinking budget's `</think>`),
+        kept as prompt tokens (mask 0), since the policy did not sample them."""
         if len(ids) != len(logprobs):
             raise ValueError(f"{len(ids)} sampled tokens but {len(logprobs)} log-probabilities")
         self.ids += ids
-        self.mask += [1] * len(ids)
-        self.logprobs += logprobs
-        self.versions += [version] * len(ids)
+        self.mask += [0 if i in forced else 1 for i in range(len(ids))]
+        self.logprobs += [0.0 if i in forced else lp for i, lp in enumerate(logprobs)]
+        self.versions += [-1 if i in forced else version for i in range(len(ids))]
+
+    def rebased(self, ids: list[int]) -> "TokenLog":
+        """A log holding `ids` (a canonical rendering): this log's tokens, masks and log-probabilities up to
+        the first differing token, prompt tokens after it. This log joins `superseded` when it loses any."""
+        keep = 0
+        for a, b in zip(self.ids, ids):
+            if a != b:
+                break
+            keep += 1
+        lost = keep < len(self.ids) and any(self.mask[keep:])
+        earlier = [*self.superseded, self.model_copy(update={"superseded": []})] if lost else list(self.superseded)
+        out = TokenLog(ids=self.ids[:keep], mask=self.mask[:keep], logprobs=self.logprobs[:keep],
+                       versions=self.versions[:keep], superseded=earlier)
+        out.append_prompt(ids[keep:])
+        return out
 
 
 class Conversation(BaseModel):

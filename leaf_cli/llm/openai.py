@@ -3,7 +3,10 @@
 The history goes out exactly as kept (reasoning_content echoed, tool calls with their ids), which is what lets
 a server's prefix cache hit (runtime.md §11). Replies stream as server-sent events: reasoning and content deltas
 go to `on_delta`, tool-call deltas are assembled by index. A server that returns calls as plain text (no tool
-parser configured) gets leaf's own parser. Transient failures (429, 5xx, dropped connections) are retried with
+parser configured) gets leaf's own parser. When thinking was asked for and the server gives no structured
+reasoning (llama_cpp.server with a Qwen3.5 template, whose generation prompt opens `<think>`), the content is
+`reasoning…</think>answer`: as vLLM's Qwen3 reasoning parser reads it, text before the first `</think>` is
+reasoning and the rest is content, parsed for calls; content without `</think>` stays content. Transient failures (429, 5xx, dropped connections) are retried with
 bounded exponential backoff; everything else is one `EngineError` line, or `ContextOverflow` when the server
 says the prompt does not fit.
 """
@@ -32,6 +35,10 @@ _OVERFLOW = re.compile(r"context[_ ]length[_ ]exceeded|reduce the length|maximum
 TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
 """Both carry the turn's cap: OpenAI's current name, and the one llama_cpp.server and older servers read
 (they ignore the other silently). A server that rejects one of them gets the other alone."""
+# A server whose template cannot render the conversation (llama_cpp.server's Jinja has no `from_json`, which the
+# Qwen3.5 template applies to string tool-call arguments) answers 500; it is not transient.
+_TEMPLATE_FAILURE = re.compile(r"no filter named|TemplateSyntaxError|TemplateRuntimeError|UndefinedError|"
+                               r"jinja|chat template", re.I)
 _CALL_MARKUP = ("<tool_call", "<function=", "<think>", "</think>", "```", '"arguments"')
 
 
@@ -126,6 +133,7 @@ class OpenAIEngine:
         while True:
             sent = body if self._send_extras else {k: v for k, v in body.items() if k not in EXTRA_PARAMS}
             delivered = [False]  # set once a delta reached on_delta: a retry then would show text twice
+            answered = False  # the server sent a status line: a transport error after it is not "unreachable"
 
             def relay(kind: Any, text: str) -> None:
                 delivered[0] = True
@@ -134,13 +142,14 @@ class OpenAIEngine:
 
             try:
                 with self._client.stream("POST", self.url, json=sent) as response:
+                    answered = True
                     if response.status_code >= 400:
                         response.read()
                         if self._adapt(response, body):
                             continue
                         retry_after = self._check_status(response, attempt)
                     else:
-                        return self._read(response, tools, relay)
+                        return self._read(response, tools, relay, _opened_think(body))
             except _EmptyStream:
                 # llama_cpp.server answers 200 and an empty stream when the request fails before the first
                 # token (e.g. "Automatic streaming tool choice is not supported"): ask once more, unstreamed.
@@ -150,6 +159,12 @@ class OpenAIEngine:
                 body.pop("stream_options", None)
                 continue
             except httpx.TransportError as exc:
+                if answered and not delivered[0] and body.get("stream"):
+                    # llama_cpp.server answers 200, then drops the stream when the request fails before the
+                    # first token (a chat template error): unstreamed, the same request returns the real error.
+                    body["stream"] = False
+                    body.pop("stream_options", None)
+                    continue
                 if delivered[0] or attempt >= self.max_retries:
                     raise EngineError(f"cannot reach the model server at {self.base_url}: "
                                       f"{type(exc).__name__}: {str(exc) or 'connection failed'}") from None
@@ -187,6 +202,8 @@ class OpenAIEngine:
         code = response.status_code
         if _OVERFLOW.search(message) or _OVERFLOW.search(response.text):
             raise ContextOverflow(f"the conversation does not fit the server's context: {message}")
+        if _TEMPLATE_FAILURE.search(message):  # the same conversation fails the same way: no retry
+            raise EngineError(f"the model server's chat template failed on this conversation (HTTP {code}): {message}")
         if code in RETRY_STATUS and attempt < self.max_retries:
             return _retry_after(response)
         if code in (401, 403):
@@ -202,20 +219,21 @@ class OpenAIEngine:
             return min(retry_after, 30.0)
         return min(self.backoff * 2**attempt, 8.0) * (0.5 + random.random() / 2)
 
-    def _read(self, response: httpx.Response, tools: list[dict[str, Any]], relay: OnDelta) -> AssistantTurn:
+    def _read(self, response: httpx.Response, tools: list[dict[str, Any]], relay: OnDelta,
+              opened_think: bool) -> AssistantTurn:
         if "text/event-stream" in response.headers.get("content-type", ""):
             assembler = _StreamAssembler(relay)
             for event in _sse_events(response.iter_lines()):
                 assembler.add(event)
             if not assembler.events:
                 raise _EmptyStream
-            return assembler.turn(tools)
+            return assembler.turn(tools, opened_think)
         response.read()
         try:
             data = response.json()
         except ValueError:
             raise EngineError(f"the model server sent a reply that is not JSON: {response.text[:200]!r}") from None
-        turn = _turn_from_json(data, tools)
+        turn = _turn_from_json(data, tools, opened_think)
         if turn.reasoning:
             relay("reasoning", turn.reasoning)
         if turn.content:
@@ -270,13 +288,19 @@ class _StreamAssembler:
         arguments = function.get("arguments")
         call["args"] += arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else ""
 
-    def turn(self, tools: list[dict[str, Any]]) -> AssistantTurn:
+    def turn(self, tools: list[dict[str, Any]], opened_think: bool) -> AssistantTurn:
         calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
                  for _, c in sorted(self.calls.items())]
         message = {"content": "".join(self.content), "reasoning_content": "".join(self.reasoning) or None,
                    "tool_calls": calls}
         data = {"choices": [{"message": message, "finish_reason": self.finish}], "usage": self.usage}
-        return _turn_from_json(data, tools)
+        return _turn_from_json(data, tools, opened_think)
+
+
+def _opened_think(body: dict[str, Any]) -> bool:
+    """Whether the request asked the template to open a think block (Qwen3.5's generation prompt does)."""
+    kwargs = body.get("chat_template_kwargs")
+    return bool(kwargs.get("enable_thinking")) if isinstance(kwargs, dict) else False
 
 
 def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
@@ -293,8 +317,11 @@ def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             raise EngineError(f"the model server sent a malformed stream event: {payload[:200]!r}") from None
 
 
-def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]]) -> AssistantTurn:
-    """Build the turn from a (possibly re-assembled) chat-completion object."""
+def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]], opened_think: bool = False) -> AssistantTurn:
+    """Build the turn from a (possibly re-assembled) chat-completion object.
+
+    `opened_think`: the prompt opened `<think>`, so content holding `</think>` starts inside reasoning.
+    """
     if "error" in data and not data.get("choices"):
         raise EngineError(f"the model server returned an error: {_message_of(data['error'])}")
     try:
@@ -311,7 +338,9 @@ def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]]) -> Assist
     if not calls and any(marker in content for marker in _CALL_MARKUP):
         from leaf_cli.llm.parse import parse_reply  # the server did not parse calls: leaf's parser does
 
-        parsed = parse_reply(content, tools)
+        # Only a closed block is reasoning: without `</think>` the server's template may not have opened one.
+        in_reasoning = opened_think and reasoning is None and "</think>" in content
+        parsed = parse_reply(content, tools, in_reasoning=in_reasoning)
         calls, parse_error = parsed.tool_calls, parsed.parse_error
         reasoning = reasoning or parsed.reasoning
         raw, content = content, parsed.content

@@ -126,6 +126,13 @@ class ChatTemplate:
             raise TemplateRenderError(f"chat template failed: {exc}") from exc
 
 
+    def render_messages(self, messages: list[Any], tools: list[dict[str, Any]], add_generation_prompt: bool,
+                        enable_thinking: bool) -> str:
+        """`render` over `Message` objects: the `increment.Render` that token-level engines use."""
+        return self.render([m.to_template() for m in messages], tools, add_generation_prompt=add_generation_prompt,
+                           enable_thinking=enable_thinking)
+
+
 def adapt_for_tools(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Spell tools, calls and results out as Hermes text for a template that ignores them."""
     block = HERMES_TOOLS_PREAMBLE.format(tools="".join("\n" + _tojson(t) for t in tools))

@@ -17,13 +17,14 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from leaf_cli.llm.engine import ContextOverflow, EngineError, OnDelta, Sampling
+from leaf_cli.llm.increment import Render, next_prompt
 from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, TokenLog, TurnUsage
 
-Render = Callable[[list[Message], list[dict[str, Any]], bool, bool], str]
-"""(messages, tools, add_generation_prompt, enable_thinking) -> the prompt text."""
+__all__ = ["Render", "TransformersEngine", "template_renderer", "tokenizer_renderer"]
+
 
 
 def tokenizer_renderer(tokenizer: Any) -> Render:
@@ -45,13 +46,7 @@ def template_renderer(tokenizer: Any) -> Render:
 
     template = ChatTemplate(tokenizer.chat_template, bos_token=tokenizer.bos_token or "",
                             eos_token=tokenizer.eos_token or "<|im_end|>")
-
-    def render(messages: list[Message], tools: list[dict[str, Any]], add_generation_prompt: bool,
-               enable_thinking: bool) -> str:
-        return template.render([m.to_template() for m in messages], tools,
-                               add_generation_prompt=add_generation_prompt, enable_thinking=enable_thinking)
-
-    return render
+    return template.render_messages
 
 
 class TransformersEngine:
@@ -128,26 +123,22 @@ class TransformersEngine:
             self._caches.clear()
 
     def _extend_log(self, conv: Conversation, tools: list[dict[str, Any]], thinking: bool) -> TokenLog:
-        """Append the rendered messages not yet in the token log, plus the generation prompt."""
+        """Append the rendered messages not yet in the token log, plus the generation prompt; at a user
+        message, re-render canonically and keep the log up to the first differing token (`increment`)."""
         if conv.token_log is None:
             conv.token_log = TokenLog()
             conv.token_log.append_prompt(self._encode(self.render(conv.messages, tools, True, thinking)))
             conv.rendered_messages = len(conv.messages)
             return conv.token_log
-        log, done = conv.token_log, conv.rendered_messages
-        if done >= len(conv.messages) or conv.messages[done].role != "assistant":
-            raise EngineError("the token log is out of step with the conversation (expected our last reply)")
-        # The sampled reply is already in the log; add what the template puts after its end token.
-        closed = self.render(conv.messages[: done + 1], tools, False, thinking)
-        full = self.render(conv.messages, tools, True, thinking)
-        if not full.startswith(closed):
-            raise EngineError("the chat template re-renders earlier turns; an append-only token log needs a "
-                              "template whose history is a prefix of the next prompt")
-        cut = closed.rfind(self.end_text)
-        trailer = closed[cut + len(self.end_text):] if cut >= 0 else ""
-        sampled_end = bool(log.ids) and log.ids[-1] in self.stop_ids
-        glue = trailer if sampled_end else self.end_text + trailer
-        log.append_prompt(self._encode(glue + full[len(closed):]))
+        # The log ends with our last sampled reply, the message after the ones it covered before that reply.
+        log = conv.token_log
+        closed = bool(log.ids) and log.ids[-1] in self.stop_ids
+        ext = next_prompt(self.render, conv.messages, conv.rendered_messages + 1, tools, thinking, self.end_text,
+                          reply_closed=closed)
+        if ext.rebase:
+            log = conv.token_log = log.rebased(self._encode(ext.text))
+        else:
+            log.append_prompt(self._encode(ext.text))
         conv.rendered_messages = len(conv.messages)
         return log
 

@@ -20,11 +20,13 @@ from leaf_cli.tasks.sandbox import Sandbox
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
 from leaf_cli.tools import Workspace
+from leaf_cli.tools.host import ToolHost, host_argv, host_env
 
 
 class AttemptWorkspace(BaseModel):
-    """The attempt's repository (`root`), its start commit and a HOME beside it (outside the diff).
-    `git_dir` is set when the repository lives outside the tree (Harbor trees are kept exactly)."""
+    """The attempt's repository (`root`), its start commit, and a HOME and a /tmp beside it (outside the
+    diff, removed with the attempt's folder). `git_dir` is set when the repository lives outside the tree
+    (Harbor trees are kept exactly). `tmp` is None for a workspace made by hand (image tests)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -32,6 +34,7 @@ class AttemptWorkspace(BaseModel):
     home: Path
     start_commit: str
     git_dir: Path | None = None
+    tmp: Path | None = None
 
     def git_args(self) -> list[str]:
         """What git needs before its command to find this repository."""
@@ -50,16 +53,19 @@ class AttemptOutcome(BaseModel):
 
 
 def make_attempt_workspace(task: Task, dest: Path, base_dir: Path | None = None) -> AttemptWorkspace:
-    """`dest/repo`: the task's start state as the only commit, hidden paths removed; `dest/home` beside it.
-    An image task's start state is its image's workdir (copied out once, needs Docker)."""
+    """`dest/repo`: the task's start state as the only commit, hidden paths removed; `dest/home` and
+    `dest/tmp` (the sandbox's /tmp for the whole attempt) beside it. An image task's start state is its
+    image's workdir (copied out once, needs Docker)."""
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "home").mkdir(exist_ok=True)
+    dirs = {"home": dest / "home", "tmp": dest / "tmp"}
+    for path in dirs.values():
+        path.mkdir(exist_ok=True)
     if is_image_task(task):
         root, start, git_dir = workspace_from_tree(image_tree(task), dest, keep_tree=keeps_tree(task))
-        return AttemptWorkspace(root=root, home=dest / "home", start_commit=start, git_dir=git_dir)
+        return AttemptWorkspace(root=root, start_commit=start, git_dir=git_dir, **dirs)
     root = dest / "repo"
     start = single_commit_repo(snapshot(task, base_dir), root, drop=task.hidden_paths)
-    return AttemptWorkspace(root=root, home=dest / "home", start_commit=start)
+    return AttemptWorkspace(root=root, start_commit=start, **dirs)
 
 
 def workspace_diff(ws: AttemptWorkspace) -> str:
@@ -76,15 +82,20 @@ def extract_patch(ws: AttemptWorkspace, task: Task) -> tuple[str, str, list[str]
 
 
 def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) -> Workspace:
-    """The tools' workspace: Bash runs inside the sandbox with the task's venv first on PATH."""
+    """The tools' workspace, unconfined: Bash runs inside the sandbox with the task's venv first on PATH, and
+    Read, Write, Edit and Glob in a process inside that sandbox too."""
     roots = [str(ws.root / "src")] if (ws.root / "src").is_dir() else []
     variables = {
         "PATH": f"{env.bin}:/usr/local/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(env.path), "HOME": str(ws.home),
         "TMPDIR": str(ws.home), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": ":".join([*roots, str(ws.root)]), "PIP_NO_INDEX": "1", "GIT_CONFIG_NOSYSTEM": "1",
     }
-    prefix = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent])
-    return Workspace(root=ws.root, env=variables, bash_prefix=prefix)
+    box = {"cwd": ws.root, "writable": [ws.root, ws.home], "readonly": [env.path.parent], "tmp": ws.tmp}
+    # The sandbox is the boundary (as FrogNano's container was): the tools take any path, and the file tools
+    # run in the same sandbox as Bash (tools/host.py), so a path outside the tree is the sandbox's. Every Bash
+    # call and the file tools see the attempt's one /tmp, as in that container.
+    host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
+    return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False, file_host=host)
 
 
 def attempt_limits(task: Task, limits: Limits | None) -> Limits:

@@ -44,12 +44,14 @@ class DockerSandbox(HostPathSandbox):
         return "python"
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
-             network: bool = False) -> list[str]:
+             network: bool = False, tmp: Path | None = None) -> list[str]:
         if self.image is None:
             raise LeafError("the docker sandbox has no image: call for_task(task) first")
         cmd = ["docker", "run", "--rm", "-i", "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
         if not network:
             cmd += ["--network", "none"]
+        if tmp is not None:  # each `docker run` is a new container: the attempt's folder is its one /tmp
+            cmd += ["-v", f"{tmp}:/tmp"]
         for path in {*writable, cwd}:
             cmd += ["-v", f"{path}:{path}"]
         for path in readonly:

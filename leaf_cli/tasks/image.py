@@ -200,7 +200,8 @@ class ImageSession(DockerSandbox):
         return self
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
-             network: bool = False) -> list[str]:
+             network: bool = False, tmp: Path | None = None) -> list[str]:
+        # `tmp` is not needed: every command execs in the one container of the attempt, which keeps its /tmp.
         return ["docker", "exec", "-i", "-w", self.workdir, self.container, *argv]
 
     def workspace_for_tools(self) -> ContainerWorkspace:

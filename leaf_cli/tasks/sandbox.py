@@ -4,6 +4,8 @@
 - `bwrap` (the default where bubblewrap is installed): read-only root, writable workspace, no network
   (`--unshare-net`), its own pid namespace, dies with its parent.
 - `docker`: the task's image, network none, the workspace bind-mounted (see `docker.py`).
+`wrap(..., tmp=DIR)` gives every command of one attempt the same /tmp (DIR, a host folder the attempt owns), as
+FrogNano's one container per episode had; without it each bwrap or docker command gets a fresh, empty /tmp.
 `backends.make_sandbox` picks one by name (it imports every backend; none of them imports it).
 Every backend kills the whole process group on timeout (`proc.run_process`).
 """
@@ -41,9 +43,10 @@ class Sandbox(Protocol):
         ...
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
-             network: bool = False) -> list[str]:
+             network: bool = False, tmp: Path | None = None) -> list[str]:
         """The argv that runs `argv` inside the sandbox (also the agent Bash tool's prefix). `readonly`
-        names host paths commands must see even where the backend hides parts of the host (a venv in /tmp)."""
+        names host paths commands must see even where the backend hides parts of the host (a venv in /tmp).
+        `tmp` is a host folder seen as /tmp, so the commands of one attempt share it."""
         ...
 
     def run(self, argv: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
@@ -76,7 +79,7 @@ class HostPathSandbox:
         return str(env_python)
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
-             network: bool = False) -> list[str]:
+             network: bool = False, tmp: Path | None = None) -> list[str]:
         return list(argv)
 
     def run(self, argv: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
@@ -92,13 +95,17 @@ class HostPathSandbox:
 
 
 class SubprocessSandbox(HostPathSandbox):
-    """A plain subprocess: fast and simple, for trusted code (tests, gold patches). Network is not cut."""
+    """A plain subprocess: fast and simple, for trusted code (tests, gold patches). Network is not cut, and
+    nothing is isolated: the agent's file tools (tools/host.py) run with no sandbox around them either, so their
+    unconfined paths reach the whole host. `tmp` is ignored: /tmp is the host's own, shared by every command
+    (and every attempt) anyway."""
 
     name = "subprocess"
 
 
 class BwrapSandbox(HostPathSandbox):
-    """bubblewrap: read-only root, a private /tmp, writable workspace, no network, own pid namespace."""
+    """bubblewrap: read-only root, a private /tmp (the attempt's `tmp` folder when given, else a fresh tmpfs
+    per command), writable workspace, no network, own pid namespace."""
 
     name = "bwrap"
     isolates_network = True
@@ -109,8 +116,9 @@ class BwrapSandbox(HostPathSandbox):
                             "or pass --sandbox subprocess for trusted code")
 
     def wrap(self, argv: list[str], *, cwd: Path, writable: list[Path], readonly: list[Path] = (),
-             network: bool = False) -> list[str]:
-        return [*bwrap_argv("bwrap", cwd=cwd, writable=writable, readonly=readonly, network=network), *argv]
+             network: bool = False, tmp: Path | None = None) -> list[str]:
+        return [*bwrap_argv("bwrap", cwd=cwd, writable=writable, readonly=readonly, network=network, tmp_dir=tmp),
+                *argv]
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -17,6 +17,8 @@ from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 from leaf_cli.tools.write import WRITE
 
 TOOLS: tuple[Tool, ...] = (READ, WRITE, EDIT, GLOB, BASH)
+HOSTED: tuple[Tool, ...] = (READ, WRITE, EDIT, GLOB)
+"""The tools a workspace's `file_host` runs inside the sandbox (Bash is wrapped in it already)."""
 
 
 def find_tool(name: str, tools: tuple[Tool, ...] = TOOLS) -> Tool | None:
@@ -34,6 +36,8 @@ def run_tool_call(call: ToolCall, workspace: Workspace, tools: tuple[Tool, ...] 
     tool = find_tool(call.name, tools)
     if tool is None:
         return ToolResult(text=texts.UNKNOWN_TOOL.format(name=call.name), is_error=True)
+    if workspace.file_host is not None and any(tool is hosted for hosted in HOSTED):
+        return workspace.file_host.call(tool.name, call.arguments)  # the host runs this same function
     try:
         args = tool.args.from_call(call.arguments)
         return ToolResult(text=tool.run(args, workspace))

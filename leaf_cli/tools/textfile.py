@@ -154,7 +154,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_current_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".leaf-tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".leaf-tmp", dir=path.parent)
+    except OSError as exc:  # name the file, as `open(path, "w")` does (a read-only folder): not a random temp name
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

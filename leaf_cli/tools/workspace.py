@@ -6,11 +6,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from leaf_cli.tools import texts
 from leaf_cli.tools.jobs import Jobs
 from leaf_cli.tools.listing import Listings
+
+if TYPE_CHECKING:
+    from leaf_cli.tools.host import ToolHost
 
 _O_PATH = getattr(os, "O_PATH", None)  # Linux: a handle on a path that opens nothing (no device side effects)
 _proc = {"works": _O_PATH is not None}  # set False once /proc/self/fd turns out to be missing (no /proc mounted)
@@ -58,6 +61,9 @@ class Workspace:
     """The path policy. True (`leaf fix`, `leaf chat`): a path that resolves outside the root is refused with
     `PermissionError: …` and the permission layer decides the rest. False (`leaf eval`, TaskPilot, RL, where
     the sandbox is the boundary): any path is used as FrogNano's harness used it."""
+    file_host: "ToolHost | None" = field(default=None, repr=False, compare=False)
+    """Where Read, Write, Edit and Glob run when not in this process: a process inside the sandbox Bash runs
+    in (host.py), so an unconfined workspace's paths are the sandbox's, never the host's. None: here."""
     listings: Listings = field(default_factory=Listings, init=False, repr=False, compare=False)
     jobs: Jobs = field(default_factory=Jobs, init=False, repr=False, compare=False)
 
@@ -90,8 +96,13 @@ class Workspace:
         return real[len(self._prefix):] if real.startswith(self._prefix) else text
 
     def end_episode(self) -> None:
-        """Kill every process the episode's Bash calls left running (the episode-end hook; jobs.py)."""
-        self.jobs.close()
+        """Kill every process the episode's Bash calls left running (the episode-end hook; jobs.py), and end
+        the file tools' sandbox process."""
+        try:
+            self.jobs.close()
+        finally:
+            if self.file_host is not None:
+                self.file_host.close()
 
     def resolve(self, path: str) -> Path:
         """The real path for `path` (relative to the root, or absolute), refused when it leaves the root."""

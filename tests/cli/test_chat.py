@@ -75,14 +75,18 @@ def test_messages_continue_one_conversation(git_repo: Path, tmp_path: Path) -> N
     assert "+line one\n+line two" in history and "+follow up" in history
 
 
+SLEEP = f"sleep 30.{os.getpid()}"
+"""A duration no other process uses: other sessions on a shared machine may run this very test at once."""
+
+
 def _sleeping() -> bool:
-    """Whether the tool's `sleep 30` runs (Bash tools have their own session, so look at every process)."""
-    return any(line.strip() == "sleep 30" for line in os.popen("ps -eo args").read().splitlines())
+    """Whether the tool's sleep runs (Bash tools have their own session, or the sandbox's: look at every process)."""
+    return any(line.strip() == SLEEP for line in os.popen("ps -eo args").read().splitlines())
 
 
 def test_ctrl_c_stops_the_turn_not_the_chat(git_repo: Path, tmp_path: Path) -> None:
     spec = script(tmp_path / "s.jsonl",
-                  turn(call("Bash", command="sleep 30; echo late > late.txt")),
+                  turn(call("Bash", command=f"{SLEEP}; echo late > late.txt")),
                   {"content": "carrying on"})
     child = _spawn(git_repo, "--model", spec, "--mode", "yolo")
     _say(child, "wait for it")

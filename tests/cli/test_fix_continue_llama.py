@@ -60,7 +60,7 @@ def test_continue_rerenders_the_conversation_then_reuses_the_cache(git_repo: Pat
     traj = load(Path(second["trajectory"]))
     assert traj.token_log is not None
     reloaded = traj.messages[:len(first["messages"]) + 1]
-    expected = first_prompt(engine.template, reloaded, tool_schemas(TOOLS), enable_thinking=False)
+    expected = first_prompt(engine.template.render_messages, reloaded, tool_schemas(TOOLS), enable_thinking=False)
     prefix = traj.token_log.ids[:turns[0]["prompt_tokens"]]
     assert engine.llm.detokenize(prefix, special=True).decode("utf-8") == expected
     assert traj.token_log.mask[:len(prefix)] == [0] * len(prefix)

@@ -69,10 +69,12 @@ def test_review_undo_and_yes_never_prompts(git_repo: Path, tmp_path: Path) -> No
 
 
 def test_sigterm_kills_the_tool_and_saves_interrupted(git_repo: Path, tmp_path: Path) -> None:
-    spec = script(tmp_path / "s.jsonl", turn(call("Bash", command="sleep 60; echo late > late.txt")), {"content": "x"})
+    # A duration no other process on a shared machine uses; under the sandbox the command is not leaf's child.
+    token = f"sleep 60.{os.getpid()}{len(str(tmp_path))}"
+    spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=f"{token}; echo late > late.txt")), {"content": "x"})
     proc = leaf_process("fix", "--json", "--model", spec, "wait", cwd=git_repo, stdout=-1, stderr=-1, stdin=-3)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and "sleep 60" not in os.popen(f"ps -o args= --ppid {proc.pid}").read():
+    while time.monotonic() < deadline and token not in os.popen("ps -eo args").read():
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     out, _err = proc.communicate(timeout=30)
@@ -81,7 +83,7 @@ def test_sigterm_kills_the_tool_and_saves_interrupted(git_repo: Path, tmp_path: 
     assert Path(result["trajectory"]).is_file()
     time.sleep(0.5)
     assert not (git_repo / "late.txt").exists()
-    assert "sleep 60" not in os.popen("ps -eo args").read()
+    assert token not in os.popen("ps -eo args").read()
 
 
 def test_repository_settings_need_trust_once(git_repo: Path, tmp_path: Path) -> None:

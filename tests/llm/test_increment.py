@@ -21,23 +21,34 @@ def reply() -> Message:
     return Message(role="assistant", content="ok", reasoning_content="r", tool_calls=[call])
 
 
+def append(template: ChatTemplate, messages: list[Message], covered: int, tools: list[dict[str, Any]],
+           reply_closed: bool = True) -> str:
+    ext = next_prompt(template.render_messages, messages, covered, tools, True, template.end_token, reply_closed)
+    assert not ext.rebase
+    return ext.text
+
+
 def test_tool_results_and_generation_prompt(qwen_template_source: str, tools: list[dict[str, Any]]) -> None:
     template = ChatTemplate(qwen_template_source)
     messages = start() + [reply(), Message(role="tool", content="A"), Message(role="tool", content="B")]
-    text = next_prompt(template, messages, 3, tools, True, reply_closed=True)
+    text = append(template, messages, 3, tools)
     assert text == ("\n<|im_start|>user\n<tool_response>\nA\n</tool_response>\n<tool_response>\nB\n"
                     "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n")
     whole = template.render([m.to_template() for m in messages], tools, add_generation_prompt=True)
     assert whole.endswith(text)
-    assert next_prompt(template, messages, 3, tools, True, reply_closed=False) == "<|im_end|>" + text
+    assert append(template, messages, 3, tools, reply_closed=False) == "<|im_end|>" + text
 
 
-def test_user_message_that_rewrites_earlier_turns(qwen_template_source: str, tools: list[dict[str, Any]]) -> None:
-    """Qwen3.5 drops the reasoning of turns before the latest user query; the log keeps what the model saw."""
+def test_user_message_is_a_canonical_rerender(qwen_template_source: str, tools: list[dict[str, Any]]) -> None:
+    """Qwen3.5 drops the reasoning of turns before the latest user query: the engine gets the whole canonical
+    rendering to re-tokenize, so the model sees what its template produces."""
     template = ChatTemplate(qwen_template_source)
     messages = start() + [reply(), Message(role="user", content="Format error: try again")]
-    text = next_prompt(template, messages, 3, tools, True, reply_closed=True)
-    assert text == "\n<|im_start|>user\nFormat error: try again<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    ext = next_prompt(template.render_messages, messages, 3, tools, True, template.end_token, True)
+    assert ext.rebase
+    assert ext.text == template.render_messages(messages, tools, True, True)
+    assert "<think>\nr\n</think>" not in ext.text  # the earlier reasoning is gone, as the template renders it
+    assert ext.text.endswith("<|im_start|>user\nFormat error: try again<|im_end|>\n<|im_start|>assistant\n<think>\n")
 
 
 def test_rewrite_without_a_user_message_is_refused(tools: list[dict[str, Any]]) -> None:
@@ -46,16 +57,16 @@ def test_rewrite_without_a_user_message_is_refused(tools: list[dict[str, Any]]) 
               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     messages = start() + [reply(), Message(role="tool", content="A")]
     with pytest.raises(PrefixMismatch, match="re-renders earlier messages"):
-        next_prompt(ChatTemplate(source), messages, 3, tools, True, reply_closed=True)
+        append(ChatTemplate(source), messages, 3, tools)
 
 
 def test_log_must_end_with_an_assistant_turn(tools: list[dict[str, Any]]) -> None:
     with pytest.raises(PrefixMismatch, match="not the assistant reply"):
-        next_prompt(ChatTemplate(None), start(), 2, tools, True, reply_closed=True)
+        append(ChatTemplate(None), start(), 2, tools)
 
 
 def test_first_prompt_ends_with_generation_prompt(tools: list[dict[str, Any]]) -> None:
-    assert first_prompt(ChatTemplate(None), start(), tools, True).endswith("<|im_start|>assistant\n")
+    assert first_prompt(ChatTemplate(None).render_messages, start(), tools, True).endswith("<|im_start|>assistant\n")
 
 
 def test_streamer_splits_reasoning_and_content_across_token_pieces() -> None:
@@ -68,3 +79,25 @@ def test_streamer_splits_reasoning_and_content_across_token_pieces() -> None:
     for kind, text in seen:
         joined[kind] = joined.get(kind, "") + text
     assert joined == {"reasoning": "thinking", "content": "\n\nAnswer <tool_call>x"}
+
+
+def test_rebased_log_keeps_the_common_prefix_and_the_old_log() -> None:
+    from leaf_cli.llm.messages import TokenLog
+
+    log = TokenLog()
+    log.append_prompt([1, 2, 3])
+    log.append_sampled([4, 5, 6], [-0.1, -0.2, -0.3], version=2)
+    log.append_prompt([7])
+    new = log.rebased([1, 2, 3, 4, 9, 7, 8])
+    assert new.ids == [1, 2, 3, 4, 9, 7, 8]
+    assert new.mask == [0, 0, 0, 1, 0, 0, 0] and new.logprobs[3] == -0.1 and new.versions[3] == 2
+    assert new.superseded == [log.model_copy(update={"superseded": []})]
+    assert log.rebased(log.ids + [10]).superseded == []  # nothing sampled was lost: no copy kept
+
+
+def test_forced_tokens_are_prompt_in_the_log() -> None:
+    from leaf_cli.llm.messages import TokenLog
+
+    log = TokenLog()
+    log.append_sampled([4, 5, 6, 7], [-0.5, -0.1, -0.2, -0.3], version=1, forced=frozenset({1, 2}))
+    assert log.mask == [1, 0, 0, 1] and log.logprobs == [-0.5, 0.0, 0.0, -0.3] and log.versions == [1, -1, -1, 1]

@@ -55,6 +55,34 @@ def test_bwrap_wrap_is_a_bash_prefix(tmp_path: Path) -> None:
         prefix.index(sys.prefix) - 1: prefix.index(sys.prefix) + 2]
 
 
+@NEEDS_BWRAP
+def test_bwrap_commands_given_one_tmp_share_it_and_others_get_a_fresh_one(tmp_path: Path) -> None:
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir(), tmp.mkdir()
+    name = f"leaf-sandbox-{tmp_path.name}"
+    env = {"PATH": "/usr/bin:/bin"}
+    box = BwrapSandbox()
+
+    def sh(script: str, shared: Path | None) -> str:
+        argv = box.wrap(["bash", "-c", script], cwd=work, writable=[work], tmp=shared)
+        return run_process(argv, cwd=work, timeout=30, env=env).stdout
+
+    sh(f"echo kept > /tmp/{name}", tmp)
+    assert sh(f"cat /tmp/{name}", tmp) == "kept\n" and (tmp / name).read_text() == "kept\n"
+    assert sh(f"cat /tmp/{name} 2>/dev/null || echo gone", None) == "gone\n"  # no tmp: a fresh tmpfs each time
+    assert not (Path("/tmp") / name).exists()
+
+
+def test_subprocess_ignores_tmp_and_docker_binds_it(tmp_path: Path) -> None:
+    from leaf_cli.tasks.docker import DockerSandbox
+
+    argv = ["true"]
+    assert SubprocessSandbox().wrap(argv, cwd=tmp_path, writable=[tmp_path], tmp=tmp_path / "t") == argv
+    docker = DockerSandbox("img").wrap(argv, cwd=tmp_path, writable=[tmp_path], tmp=tmp_path / "t")
+    assert ["-v", f"{tmp_path / 't'}:/tmp"] == docker[docker.index(f"{tmp_path / 't'}:/tmp") - 1:][:2]
+    assert f"{tmp_path / 't'}:/tmp" not in DockerSandbox("img").wrap(argv, cwd=tmp_path, writable=[tmp_path])
+
+
 def test_unknown_sandbox_lists_the_choices() -> None:
     with pytest.raises(LeafError, match="subprocess, bwrap, docker"):
         make_sandbox("podman-ish")

@@ -194,8 +194,9 @@ def test_report_draws_the_curves_and_writes_the_summary(tmp_path: Path) -> None:
         + "\n" for s in range(4)))
     write_report(state.state, tmp_path, {"synth": 100.0, "rl": 50.0})
     summary = (tmp_path / "summary.md").read_text()
-    assert "| before (starting policy) | 0 | 0.000 | 0 / 4 |" in summary
-    assert "| after (best checkpoint) | 2 | 0.250 | 1 / 4 |" in summary
+    assert "| before (starting policy) | 0 | 0.000 | 0.153 | 0 / 4 |" in summary  # Agresti–Coull: p̃ = 2/8
+    assert "| after (best checkpoint) | 2 | 0.250 | 0.171 | 1 / 4 |" in summary
+    assert "step 2: 0.250 ± 0.171" in summary
     assert "generated 7 -> executable 4 -> in band 3" in summary and "dropped 3: no_f2p" in summary
     assert "| 3 | 1.500 | 37.0 | 80 | 0.1 |" in summary and "| total | 150 |" in summary
     for png in ("reward.png", "length.png", "validation.png"):

@@ -81,6 +81,7 @@ def test_engine_logprobs_are_exact_across_turns_with_the_hybrid_cache(tiny_qwen3
     assert got == pytest.approx(want, abs=2e-3)
 
 
+@pytest.mark.slow
 def test_one_dppo_step_on_qwen35(tiny_qwen35_hf: Path, tmp_path: Path) -> None:
     from leaf_cli.agent import Limits, run_episode
     from leaf_cli.tools import Workspace

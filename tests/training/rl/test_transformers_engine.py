@@ -118,3 +118,23 @@ def test_episode_on_a_real_repository(tiny_model_dir: Path, git_repo: Path) -> N
     sample = sample_from_trajectory(traj, 0.0, "t")
     assert sample.length == sum(t.usage.completion_tokens for t in traj.turns) > 0
     assert sample.loss_mask[0] == 0 and len(sample.ids) == len(sample.behaviour_logprobs)
+
+
+@pytest.mark.llama
+def test_user_message_mid_episode_on_qwen35_rerenders_canonically(tiny_qwen35_hf: Path) -> None:
+    """A format-error message in an RL episode: Qwen3.5's template drops the earlier reasoning, so the engine
+    re-renders canonically (it raised EngineError here before) and keeps the old log for training."""
+    engine = _engine(tiny_qwen35_hf)
+    sampling = Sampling(temperature=1.0, top_p=1.0, top_k=0, max_tokens=6, seed=5)
+    conv = Conversation(messages=[Message(role="system", content="sys"), Message(role="user", content="do it")])
+    first = engine.complete(conv, [], sampling)
+    old = conv.token_log.model_copy(deep=True)
+    conv.append(first.to_message())
+    conv.append(Message(role="user", content="Your reply was not a valid tool call."))
+    second = engine.complete(conv, [], sampling)
+    log = conv.token_log
+    prompt = log.ids[: second.usage.prompt_tokens]
+    assert prompt == engine._encode(engine.render(conv.messages, [], True, True))  # the template's own rendering
+    assert log.ids[-len(second.token_ids):] == second.token_ids and sum(log.mask) == len(second.token_ids)
+    assert log.superseded[-1].ids == old.ids and sum(log.superseded[-1].mask) == len(first.token_ids)
+    assert len(log.ids) == len(log.mask) == len(log.logprobs) == len(log.versions)

@@ -56,11 +56,14 @@ def summary_markdown(state: IterationState, metrics: list[dict[str, Any]], plots
     best = next((e for e in evals if e.step == select.get("step")), None)
     lines = [f"# Iteration {state.iteration}", ""]
     lines += ["## Solve rate on the held-out tasks", "",
-              "| policy | RL step | solve rate | resolved / attempts |", "| --- | --- | --- | --- |"]
+              "| policy | RL step | solve rate | SE | resolved / attempts |", "| --- | --- | --- | --- | --- |"]
     for label, e in (("before (starting policy)", before), ("after (best checkpoint)", best)):
         if e is not None:
-            lines.append(f"| {label} | {e.step} | {e.solve_rate:.3f} | {e.resolved} / {e.attempts} |")
-    lines += ["", "Every evaluation: " + ", ".join(f"step {e.step}: {e.solve_rate:.3f}" for e in evals),
+            lines.append(f"| {label} | {e.step} | {e.solve_rate:.3f} | {e.se:.3f} | {e.resolved} / {e.attempts} |")
+    lines += ["", "Every evaluation (± Agresti–Coull SE; a checkpoint counts as better only past min_delta, by default "
+              "1 SE of the difference): " + ", ".join(f"step {e.step}: {e.solve_rate:.3f} ± {e.se:.3f}" for e in evals),
+              f"Validation set: {synth.get('validation_set', 'held_out')}; tasks: {synth.get('fresh', '?')} fresh, "
+              f"{synth.get('carried', 0)} carried of {synth.get('recalibrated', 0)} re-calibrated",
               f"RL stopped: {done.get('rl', {}).get('stopped', 'n/a')}", ""]
     funnel = synth.get("funnel", {})
     lines += ["## Task funnel (TaskPilot)", "",
