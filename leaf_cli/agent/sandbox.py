@@ -92,9 +92,37 @@ class AgentSandbox:
 
     def _stop_holder(self) -> None:
         if self.holder is not None:
+            inner = _children(self.holder.pid)
             self.holder.kill()  # bwrap's pid-namespace init dies with it (--die-with-parent), and so does all inside
             self.holder.wait()
             self.holder = None
+            _wait_gone(inner)  # that death is asynchronous: the episode ends only once the namespace is empty
+
+
+STOP_TIMEOUT = 5.0
+"""Seconds the episode's pid namespace gets to empty after its holder is killed."""
+
+
+def _children(pid: int) -> list[int]:
+    """bwrap's forked child, the pid namespace's init (its exit comes only after every process inside died)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _wait_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its new parent to reap it is dead: nothing of it runs)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def resolve_kind(kind: str) -> str:
@@ -144,7 +172,7 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
 
         sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
                              protect=protect, hidden=hidden)
-        return _with_shell(sandbox, tmp_dir, env)
+        return with_shell(sandbox, tmp_dir, env)
     else:
         from leaf_cli.tools.seatbelt import seatbelt_argv, seatbelt_profile
 
@@ -153,12 +181,16 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     return AgentSandbox(kind, prefix, tmp_dir)
 
 
-def _with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) -> AgentSandbox:
-    """The episode's bwrap running the command server, and the client argv each command runs through."""
+def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) -> AgentSandbox:
+    """The episode's bwrap running the command server, and the client argv each command runs through.
+
+    `sandbox` is a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp; `env` is the holder's own
+    environment (visible inside through /proc, so never leaf's secrets). `leaf fix` and `leaf eval`'s
+    attempts (tasks/attempt.py) both run their Bash calls through this one mechanism."""
     from leaf_cli.agent import sandbox_shell
 
     shell_dir = tmp_dir / ".leaf"
-    shell_dir.mkdir()
+    shell_dir.mkdir(exist_ok=True)
     (shell_dir / "shell.py").write_text(Path(sandbox_shell.__file__).read_text())
     inside = f"{PRIVATE_TMP}/.leaf"
     holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]

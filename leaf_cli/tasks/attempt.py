@@ -11,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from leaf_cli.agent import Limits, Trajectory, run_episode
 from leaf_cli.agent.harness import get_harness
+from leaf_cli.agent.sandbox import with_shell
 from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.env import Environment
 from leaf_cli.tasks.globs import matcher
 from leaf_cli.tasks.image import ImageSession, image_tree, is_image_task, keeps_tree, workspace_from_tree
 from leaf_cli.tasks.patches import without_paths
-from leaf_cli.tasks.sandbox import Sandbox
+from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
 from leaf_cli.tools import Workspace
@@ -95,7 +96,18 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     # run in the same sandbox as Bash (tools/host.py), so a path outside the tree is the sandbox's. Every Bash
     # call and the file tools see the attempt's one /tmp, as in that container.
     host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
-    return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False, file_host=host)
+    if not isinstance(sandbox, BwrapSandbox) or ws.tmp is None:
+        return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False,
+                         file_host=host)
+    # bwrap: one sandbox (one pid namespace) for the whole episode, as FrogNano's one container was, so a
+    # server started in the background by one Bash call answers the next (agent/sandbox_shell.py, shared with
+    # `leaf fix`). Its holder sees only the Bash environment, never leaf's; the episode's end kills it and all
+    # inside. The file tools keep a bwrap of their own with the same binds (they talk over stdin, which the
+    # command server does not relay); they share the file system, /tmp included, which is what they need.
+    shell = with_shell(sandbox.wrap([], **box), ws.tmp, variables)
+    workspace = Workspace(root=ws.root, env=variables, bash_prefix=shell.prefix, confined=False, file_host=host)
+    workspace.jobs.on_close.append(lambda _sessions: shell.end_episode())
+    return workspace
 
 
 def attempt_limits(task: Task, limits: Limits | None) -> Limits:
@@ -121,8 +133,11 @@ def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environme
         raise ValueError(f"{task.instance_id}: a host-sandbox attempt needs the task's environment")
     else:
         tools_ws = agent_workspace(ws, env, sandbox)
-    traj = run_episode(task.problem_statement, engine, tools_ws, sampling=sampling, limits=limits,
-                       trajectory_path=trajectory_path, run_id=run_id, patch_fn=lambda: workspace_diff(ws),
-                       **get_harness(harness).episode_kwargs())
+    try:
+        traj = run_episode(task.problem_statement, engine, tools_ws, sampling=sampling, limits=limits,
+                           trajectory_path=trajectory_path, run_id=run_id, patch_fn=lambda: workspace_diff(ws),
+                           **get_harness(harness).episode_kwargs())
+    finally:
+        tools_ws.end_episode()  # the episode ended it already; this covers a failure before it began (twice is safe)
     patch, raw, touched = extract_patch(ws, task)
     return AttemptOutcome(patch=patch, raw_patch=raw, protected_touched=touched, trajectory=traj)

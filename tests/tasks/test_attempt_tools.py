@@ -61,10 +61,19 @@ def test_agent_workspace_is_unconfined_with_its_file_tools_in_the_sandbox(toolz_
     path, tasks = toolz_tasks
     task = next(t for t in tasks if t.instance_id.endswith(".second"))
     ws = make_attempt_workspace(task, tmp_path / "a", path.parent)
-    tools_ws = agent_workspace(ws, get_env(task, path.parent), make_sandbox("bwrap"))
-    assert not tools_ws.confined and tools_ws.file_host is not None
-    assert tools_ws.file_host.argv[:len(tools_ws.bash_prefix)] == tools_ws.bash_prefix  # the same sandbox as Bash
-    tools_ws.end_episode()
+    env, sandbox = get_env(task, path.parent), make_sandbox("bwrap")
+    tools_ws = agent_workspace(ws, env, sandbox)
+    box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent], tmp=ws.tmp)
+    try:
+        assert not tools_ws.confined and tools_ws.file_host is not None
+        assert tools_ws.file_host.argv[:len(box)] == box  # the file tools: the attempt's bwrap binds
+        # Bash: the client of the episode's one bwrap, which runs the command server under the same binds
+        assert tools_ws.bash_prefix[-2:] == [str(ws.tmp / ".leaf" / "sock"), "--"]
+        holders = [argv for argv in _cmdlines() if argv[:len(box)] == box and "serve" in argv[len(box):]]
+        assert holders  # bwrap and its forked namespace parent both show this argv
+    finally:
+        tools_ws.end_episode()
+    assert not [argv for argv in _cmdlines() if argv[:len(box)] == box]  # the episode's end killed it
 
 
 def test_one_tmp_for_the_whole_attempt_and_none_shared_between_attempts(toolz_tasks, tmp_path: Path) -> None:
@@ -104,3 +113,56 @@ def test_one_tmp_for_the_whole_attempt_and_none_shared_between_attempts(toolz_ta
 
     shutil.rmtree(tmp_path / "a")  # what the runner's TemporaryDirectory does after the attempt
     assert not first.tmp.exists()  # bwrap's mount points left inside it do not block its removal
+
+
+def _cmdlines() -> list[list[str]]:
+    """Every process's argv on this host (the process table, as /proc shows it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            raw = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if raw:
+            found.append(raw.decode(errors="replace").rstrip("\0").split("\0"))
+    return found
+
+
+def test_a_background_server_from_one_bash_call_answers_the_next_and_dies_with_the_attempt(
+        toolz_tasks, tmp_path: Path) -> None:
+    """FrogNano's harness kept background jobs alive across calls (one container per episode): a server
+    started in call 1 answers call 2, on the sandbox's own loopback; nothing of it outlives the attempt."""
+    path, tasks = toolz_tasks
+    task = next(t for t in tasks if t.instance_id.endswith(".second"))
+    ws = make_attempt_workspace(task, tmp_path / "a", path.parent)
+    marker = f"leaf-14e-{tmp_path.name}"  # in the server's argv: finds its processes in the host's table
+    start = (f"mkdir -p /tmp/{marker} && echo served-from-call-1 > /tmp/{marker}/hello.txt && "
+             f"(nohup python3 -m http.server 8731 --bind 127.0.0.1 --directory /tmp/{marker} > /tmp/srv.log 2>&1 &) "
+             "&& echo started")
+    query = ("python3 -c \"import time, urllib.request\n"
+             "for _ in range(200):\n"
+             "    try:\n"
+             "        print(urllib.request.urlopen('http://127.0.0.1:8731/hello.txt', timeout=5).read().decode(), end='')\n"
+             "        break\n"
+             "    except OSError:\n"
+             "        time.sleep(0.05)\n\"")
+    turns = [{"tool_calls": [call("Bash", command=start)]},
+             {"tool_calls": [call("Bash", command=query)]},
+             {"tool_calls": [call("Bash", command=f"pgrep -f {marker} >/dev/null && echo alive")]},
+             {"content": "Done."}]
+    seen: list[list[list[str]]] = []
+
+    class Watching(ReplayEngine):  # looks at the host's process table while the episode runs
+        def complete(self, *args: Any, **kwargs: Any) -> Any:
+            seen.append([argv for argv in _cmdlines() if marker in " ".join(argv) and "http.server" in argv])
+            return super().complete(*args, **kwargs)
+
+    outcome = run_attempt(task, Watching(turns), ws, get_env(task, path.parent), make_sandbox("bwrap"),
+                          limits=Limits(max_turns=10))
+    observations = [m.content for m in outcome.trajectory.messages if m.role == "tool"]
+    assert observations == ["Exit code: 0\nSTDOUT:\nstarted\n\nSTDERR:\n",
+                            "Exit code: 0\nSTDOUT:\nserved-from-call-1\n\nSTDERR:\n",  # call 1's server answered
+                            "Exit code: 0\nSTDOUT:\nalive\n\nSTDERR:\n"]
+    assert seen[0] == [] and len(seen[2]) == 1  # none before call 1; running between the calls
+    assert not [argv for argv in _cmdlines() if marker in " ".join(argv)]  # none after the attempt
+    assert not [argv for argv in _cmdlines() if str(ws.tmp) in " ".join(argv)]  # nor its sandbox's holder
