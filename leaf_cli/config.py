@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     temperature: float | None = Field(None, ge=0, description="Sampling temperature; the model's manifest decides when unset.")
     seed: int | None = Field(None, description="Sampling seed, for reproducible runs.")
     thinking_budget: int | None = Field(None, ge=1, description="Most reasoning tokens per reply before the in-process engine closes it with </think>; unset = no limit.")
+    max_tokens: int | None = Field(None, ge=1, description="Most tokens one reply may generate (a cut reply ends the run as max_tokens); the model's manifest decides when unset (8192 by default).")
 
 
 def user_config_path() -> Path:

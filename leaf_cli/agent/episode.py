@@ -20,6 +20,7 @@ from leaf_cli.agent import events as ev
 from leaf_cli.agent.exits import EpisodeEnd, ExitReason, FinalAnswer, LimitExceeded, Looping, RepeatedFormatError
 from leaf_cli.agent.prompt import FORMAT_ERROR_MESSAGE, SYSTEM_PROMPT
 from leaf_cli.agent.context import TokenCounter
+from leaf_cli.agent.secrets import Redactor
 from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord
 from leaf_cli.llm.engine import ContextOverflow, Engine, EngineError, ReplayExhausted, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, ToolCall
@@ -72,12 +73,14 @@ def run_episode(
     trajectory_path: Path | None = None,
     run_id: str | None = None,
     final_tool: str | None = None,
+    redact: Redactor | None = None,
 ) -> Trajectory:
     """Run one episode and return its trajectory (also written to `trajectory_path` as it goes).
 
     Pass `conversation` to continue an earlier one: `task` is then appended as the next user message.
     `final_tool` names a tool whose call ends the episode (the R2E-style `finish`); by default a reply
-    without tool calls ends it.
+    without tool calls ends it. `redact` is the secrets' redactor of the trajectory file (default: every
+    secret of leaf's environment; pass one built with `--pass-env`).
     """
     sampling = sampling or Sampling()
     limits = limits or Limits()
@@ -89,7 +92,7 @@ def run_episode(
         workdir=str(workspace.root), tools=[t.name for t in tools], messages=conv.messages,
     )
     traj.messages = conv.messages  # share the list: pydantic copied it on validation, and the loop appends to conv
-    writer = TrajectoryWriter(trajectory_path, traj)
+    writer = TrajectoryWriter(trajectory_path, traj, redact)
     loop = _Loop(engine, workspace, tools, sampling, limits, emit, gate, final_tool)
     start = time.monotonic()
     try:

@@ -33,8 +33,10 @@ HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/g
 NO_SANDBOX_WARNING = ("leaf: warning: --sandbox none: the agent's commands run as you, with no sandbox. They can "
                       "read and write your home folder, other repositories and leaf's state folder {state} "
                       "(where the checkpoints that `leaf undo` needs are kept), reach the network, and read "
-                      "other processes of yours. leaf still scrubs secrets from their environment, kills what "
-                      "they leave running, and never runs the repository's git hooks or filters itself.")
+                      "other processes of yours, leaf's own included: through /proc/<pid>/environ they can read "
+                      "leaf's environment with every secret in it (as root, or wherever leaf cannot make itself "
+                      "non-dumpable, nothing blocks this). leaf still scrubs secrets from their own environment, "
+                      "kills what they leave running, and never runs the repository's git hooks or filters itself.")
 
 
 SHELL_START_TIMEOUT = 15.0

@@ -2,17 +2,24 @@
 
 Line kinds: one `header`, then `message` and `turn` lines as they happen, then one `end` line. A run that
 dies mid-way leaves a readable prefix; `load` accepts it (exit_reason None).
+
+Every line goes through the secrets' `Redactor` (messages, tool observations, the patch, usage, errors): the
+value of a secret variable of leaf's environment is written as `[secret NAME]`. The in-memory trajectory is
+not redacted. When a secret was redacted from the messages the token log is left out of the file (its ids
+would spell the secret back); a `--continue` from such a file sees the markers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 from pydantic import BaseModel, Field
 
+from leaf_cli.agent.secrets import Redactor
 from leaf_cli.llm.messages import Message, TokenLog, TurnUsage
 
 FORMAT_VERSION = 1
@@ -73,18 +80,22 @@ class Trajectory(BaseModel):
 class TrajectoryWriter:
     """Appends each step to the JSONL file as it happens, so a crash loses at most the step in flight."""
 
-    def __init__(self, path: Path | None, trajectory: Trajectory) -> None:
+    def __init__(self, path: Path | None, trajectory: Trajectory, redact: Redactor | None = None) -> None:
+        """`redact` defaults to every secret of leaf's environment; callers with `--pass-env` pass their own."""
         self.path = path
+        self.redact = redact if redact is not None else Redactor(os.environ)
         self._written_messages = 0
         self._written_turns = 0
+        self._redacted = False
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             header = trajectory.model_dump(include={"version", "run_id", "task", "model", "workdir", "started_at", "tools", "extra"})
-            path.write_text(json.dumps({"kind": "header", **header}) + "\n", encoding="utf-8")
+            path.write_text(json_line({"kind": "header", **header}, self.redact) + "\n", encoding="utf-8")
 
     def sync(self, trajectory: Trajectory) -> None:
         """Append the messages and turns not yet on disk."""
         lines = [{"kind": "message", **m.model_dump(exclude_none=True)} for m in trajectory.messages[self._written_messages :]]
+        self._redacted = self._redacted or self.redact.touches(lines)
         lines += [{"kind": "turn", **t.model_dump()} for t in trajectory.turns[self._written_turns :]]
         self._written_messages = len(trajectory.messages)
         self._written_turns = len(trajectory.turns)
@@ -93,6 +104,8 @@ class TrajectoryWriter:
     def close(self, trajectory: Trajectory) -> None:
         self.sync(trajectory)
         end = trajectory.model_dump(include={"exit_reason", "exit_message", "patch", "wall_seconds", "token_log"})
+        if self._redacted:
+            end["token_log"] = None  # its token ids hold the secret the messages' text no longer does
         self._append([{"kind": "end", **end}])
 
     def _append(self, lines: list[dict[str, Any]]) -> None:
@@ -100,13 +113,15 @@ class TrajectoryWriter:
             return
         with self.path.open("a", encoding="utf-8") as f:
             for line in lines:
-                f.write(json_line(line) + "\n")
+                f.write(json_line(line, self.redact) + "\n")
 
 
-def json_line(record: dict[str, Any]) -> str:
-    """One JSON line, readable UTF-8. Text with lone surrogates (a file name that is not UTF-8, as Python's
-    os functions return it) cannot be written as UTF-8, so that line is written with JSON's `\\u` escapes,
-    which read back to the same string."""
+def json_line(record: dict[str, Any], redact: Redactor | None = None) -> str:
+    """One JSON line, readable UTF-8, with every secret value `redact` knows replaced by its marker. Text
+    with lone surrogates (a file name that is not UTF-8, as Python's os functions return it) cannot be
+    written as UTF-8, so that line is written with JSON's `\\u` escapes, which read back to the same string."""
+    if redact is not None:
+        record = redact.obj(record)
     text = json.dumps(record, ensure_ascii=False)
     try:
         text.encode("utf-8")

@@ -42,6 +42,7 @@ def chat(
     temperature: opt.Temperature = None,
     seed: opt.Seed = None,
     thinking_budget: opt.ThinkingBudget = None,
+    max_tokens: opt.MaxTokens = None,
 ) -> None:
     """Talk to the agent in this git repository; each message runs it until its answer.
 
@@ -62,7 +63,8 @@ def chat(
     top = ensure_git_work_tree(root)
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
              "mode": mode, "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
-             "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget}
+             "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget,
+             "max_tokens": max_tokens}
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust)
@@ -212,7 +214,7 @@ class ChatSession:
         limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
         from leaf_cli.agent.reaper import Reaper
-
+        from leaf_cli.agent.secrets import Redactor
         from leaf_cli.cli.fix_session import hook_episode_end
 
         traj = None
@@ -224,7 +226,8 @@ class ChatSession:
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
                                    conversation=self.conversation, on_event=view, gate=self.gate,
                                    trajectory_path=path, run_id=self.run.run_id,
-                                   patch_fn=lambda: lifecycle.run_patch(self.run))
+                                   patch_fn=lambda: lifecycle.run_patch(self.run),
+                                   redact=Redactor(os.environ, self.settings.pass_env))
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:

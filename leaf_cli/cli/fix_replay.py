@@ -28,7 +28,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
     from leaf_cli.agent import Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
-    from leaf_cli.agent.secrets import scrub_env
+    from leaf_cli.agent.secrets import Redactor, scrub_env
     from leaf_cli.agent.trajectory import load
     from leaf_cli.cli.fix_session import open_agent_sandbox
     from leaf_cli.config import load_settings
@@ -62,7 +62,8 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
             reaper.stop()
             box.close()
     old = [m.content for m in recorded.messages if m.role == "tool"]
-    new = [m.content for m in again.messages if m.role == "tool"]
+    redact = Redactor(os.environ, settings.pass_env)  # the recording holds markers where secrets were
+    new = [redact.text(m.content) for m in again.messages if m.role == "tool"]
     mismatches = sum(1 for a, b in zip(old, new) if a != b) + abs(len(old) - len(new))
     for index, (a, b) in enumerate(zip(old, new), 1):
         if a != b:

@@ -183,6 +183,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     sandbox = open_agent_sandbox(settings, plan.top, plan.root)
     reaper = Reaper.start(watch=sandbox.kind == "none")
+    redact = Redactor(os.environ, settings.pass_env)  # the secrets kept from the agent stay out of leaf's records
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
         hook_episode_end(workspace, reaper, sandbox)
@@ -190,7 +191,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                            limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
-                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run))
+                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run), redact=redact)
     finally:
         reaper.stop()  # the agent's commands and everything they started, whatever session they moved to
         sandbox.close()
@@ -208,7 +209,6 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
         from leaf_cli.cli.fix_review import review
 
         review(console, run, patch, traj.final_answer(), plan.task)
-    redact = Redactor(os.environ, settings.pass_env)
     return Result(exit_reason=exit_reason, turns=traj.assistant_turns(),
                   messages=redact.obj([m.to_openai() for m in traj.messages]), patch=redact.text(patch),
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
@@ -244,7 +244,7 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
 
 def sampling_for_model(settings: Any) -> Any:
     """The model's recommended sampling (the loop's defaults when it has none), with the user's
-    `temperature` and `seed` on top."""
+    `temperature`, `seed`, `thinking_budget` and `max_tokens` on top."""
     from leaf_cli.llm.engine import Sampling
     from leaf_cli.models.resolve import sampling_for
 
@@ -253,7 +253,7 @@ def sampling_for_model(settings: Any) -> Any:
     except LeafError:
         sampling = None
     sampling = sampling or Sampling()
-    overrides = {k: v for k in ("temperature", "seed", "thinking_budget") if (v := getattr(settings, k, None)) is not None}
+    overrides = {k: v for k in ("temperature", "seed", "thinking_budget", "max_tokens") if (v := getattr(settings, k, None)) is not None}
     return sampling.model_copy(update=overrides)
 
 

@@ -25,4 +25,7 @@ Temperature = Annotated[Optional[float], typer.Option("--temperature", min=0, he
 Seed = Annotated[Optional[int], typer.Option("--seed", help="Sampling seed, for reproducible runs.")]
 ThinkingBudget = Annotated[Optional[int], typer.Option(
     "--thinking-budget", min=1, help="Most reasoning tokens per reply before it is closed with </think> (in-process engine).")]
+MaxTokens = Annotated[Optional[int], typer.Option(
+    "--max-tokens", min=1, help="Most tokens one reply may generate; a reply cut by it ends the run as max_tokens "
+                                "(default: the model's, 8192).")]
 

@@ -3,7 +3,10 @@
 The history goes out exactly as kept (reasoning_content echoed, tool calls with their ids), which is what lets
 a server's prefix cache hit (runtime.md §11). Replies stream as server-sent events: reasoning and content deltas
 go to `on_delta`, tool-call deltas are assembled by index. A server that returns calls as plain text (no tool
-parser configured) gets leaf's own parser. Transient failures (429, 5xx, dropped connections) are retried with
+parser configured) gets leaf's own parser. When thinking was asked for and the server gives no structured
+reasoning (llama_cpp.server with a Qwen3.5 template, whose generation prompt opens `<think>`), the content is
+`reasoning…</think>answer`: as vLLM's Qwen3 reasoning parser reads it, text before the first `</think>` is
+reasoning and the rest is content, parsed for calls; content without `</think>` stays content. Transient failures (429, 5xx, dropped connections) are retried with
 bounded exponential backoff; everything else is one `EngineError` line, or `ContextOverflow` when the server
 says the prompt does not fit.
 """
@@ -146,7 +149,7 @@ class OpenAIEngine:
                             continue
                         retry_after = self._check_status(response, attempt)
                     else:
-                        return self._read(response, tools, relay)
+                        return self._read(response, tools, relay, _opened_think(body))
             except _EmptyStream:
                 # llama_cpp.server answers 200 and an empty stream when the request fails before the first
                 # token (e.g. "Automatic streaming tool choice is not supported"): ask once more, unstreamed.
@@ -216,20 +219,21 @@ class OpenAIEngine:
             return min(retry_after, 30.0)
         return min(self.backoff * 2**attempt, 8.0) * (0.5 + random.random() / 2)
 
-    def _read(self, response: httpx.Response, tools: list[dict[str, Any]], relay: OnDelta) -> AssistantTurn:
+    def _read(self, response: httpx.Response, tools: list[dict[str, Any]], relay: OnDelta,
+              opened_think: bool) -> AssistantTurn:
         if "text/event-stream" in response.headers.get("content-type", ""):
             assembler = _StreamAssembler(relay)
             for event in _sse_events(response.iter_lines()):
                 assembler.add(event)
             if not assembler.events:
                 raise _EmptyStream
-            return assembler.turn(tools)
+            return assembler.turn(tools, opened_think)
         response.read()
         try:
             data = response.json()
         except ValueError:
             raise EngineError(f"the model server sent a reply that is not JSON: {response.text[:200]!r}") from None
-        turn = _turn_from_json(data, tools)
+        turn = _turn_from_json(data, tools, opened_think)
         if turn.reasoning:
             relay("reasoning", turn.reasoning)
         if turn.content:
@@ -284,13 +288,19 @@ class _StreamAssembler:
         arguments = function.get("arguments")
         call["args"] += arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else ""
 
-    def turn(self, tools: list[dict[str, Any]]) -> AssistantTurn:
+    def turn(self, tools: list[dict[str, Any]], opened_think: bool) -> AssistantTurn:
         calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
                  for _, c in sorted(self.calls.items())]
         message = {"content": "".join(self.content), "reasoning_content": "".join(self.reasoning) or None,
                    "tool_calls": calls}
         data = {"choices": [{"message": message, "finish_reason": self.finish}], "usage": self.usage}
-        return _turn_from_json(data, tools)
+        return _turn_from_json(data, tools, opened_think)
+
+
+def _opened_think(body: dict[str, Any]) -> bool:
+    """Whether the request asked the template to open a think block (Qwen3.5's generation prompt does)."""
+    kwargs = body.get("chat_template_kwargs")
+    return bool(kwargs.get("enable_thinking")) if isinstance(kwargs, dict) else False
 
 
 def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
@@ -307,8 +317,11 @@ def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             raise EngineError(f"the model server sent a malformed stream event: {payload[:200]!r}") from None
 
 
-def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]]) -> AssistantTurn:
-    """Build the turn from a (possibly re-assembled) chat-completion object."""
+def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]], opened_think: bool = False) -> AssistantTurn:
+    """Build the turn from a (possibly re-assembled) chat-completion object.
+
+    `opened_think`: the prompt opened `<think>`, so content holding `</think>` starts inside reasoning.
+    """
     if "error" in data and not data.get("choices"):
         raise EngineError(f"the model server returned an error: {_message_of(data['error'])}")
     try:
@@ -325,7 +338,9 @@ def _turn_from_json(data: dict[str, Any], tools: list[dict[str, Any]]) -> Assist
     if not calls and any(marker in content for marker in _CALL_MARKUP):
         from leaf_cli.llm.parse import parse_reply  # the server did not parse calls: leaf's parser does
 
-        parsed = parse_reply(content, tools)
+        # Only a closed block is reasoning: without `</think>` the server's template may not have opened one.
+        in_reasoning = opened_think and reasoning is None and "</think>" in content
+        parsed = parse_reply(content, tools, in_reasoning=in_reasoning)
         calls, parse_error = parsed.tool_calls, parsed.parse_error
         reasoning = reasoning or parsed.reasoning
         raw, content = content, parsed.content

@@ -6,8 +6,10 @@ and a bare JSON object with `name` and `arguments`.
 
 As the servers parse it (vLLM's `qwen3_coder`, SGLang's detector, llama.cpp's Qwen3.5 parser):
 - Everything before `</think>` is reasoning, also when the generation prompt opened `<think>`
-  (`in_reasoning=True`); a `<tool_call>` in it is reasoning, never a call. Reasoning that never closes holds
-  no call.
+  (`in_reasoning=True`); a `<tool_call>` in it is reasoning, never a call. Reasoning that never closes ends
+  at the first `<tool_call>` followed by `<function` (Qwen3.5 models may call without closing `</think>`; vLLM's
+  Qwen3 reasoning parser, SGLang's Qwen3 detector and llama.cpp's Qwen3.5 parser all read it so); without
+  one it is all reasoning (a reply cut while thinking).
 - An XML call is read in order: `<function=NAME>`, then each `<parameter=K>` whose value runs to its own
   `</parameter>`, so a value may hold `<tool_call>`, `<parameter=` or `<function=` (a file being written).
 - A function tag without its `>` and a name that is not a plain identifier (an unrendered template such as
@@ -34,6 +36,7 @@ _CALL_LOOKING = re.compile(r"<tool_call|<function=|</tool_call>")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 _FUNCTION_TAG = re.compile(r"<function=([^>\n]*)>")
 _PARAMETER_TAG = re.compile(r"\s*<parameter=([^>\n]*)>")
+_IMPLICIT_END = re.compile(r"<tool_call>\s*<function[\s=]")
 
 
 class ParsedReply(BaseModel):
@@ -70,7 +73,10 @@ def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, 
         return None, text
     close = text.find(THINK_CLOSE, body_start)
     if close == -1:
-        return text[body_start:].strip(), ""
+        call = _IMPLICIT_END.search(text, body_start)
+        if call is None:
+            return text[body_start:].strip(), ""
+        return text[body_start:call.start()].strip(), text[call.start():]
     return text[body_start:close].strip(), text[close + len(THINK_CLOSE):]
 
 

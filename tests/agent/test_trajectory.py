@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord, load
-from leaf_cli.llm.messages import Message, TurnUsage
+from leaf_cli.agent.secrets import Redactor
+from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord, json_line, load
+from leaf_cli.llm.messages import Message, TokenLog, TurnUsage
 
 
 def make() -> Trajectory:
@@ -66,3 +67,39 @@ def test_a_file_name_that_is_not_utf8_is_written_and_read_back(git_repo, tmp_pat
     assert traj.messages[3].content == "caf\udce9.txt"
     path.read_text(encoding="utf-8")  # valid UTF-8 on disk
     assert load(path).messages[3].content == "caf\udce9.txt"
+
+
+def test_every_line_is_redacted_on_disk_and_the_trajectory_in_memory_is_not(tmp_path: Path) -> None:
+    token, password = "ghp_secret0123", "pg-pass-77"
+    redact = Redactor({"GITHUB_TOKEN": token, "PGPASSWORD": password, "SHORT_TOKEN": "abc12", "HOME": "/home/u",
+                       "LEAF_HOME": "/leaf/state", "LEAF_API_KEY": "sk-leaf-0099"},
+                      pass_env=["PGPASSWORD"])
+    traj = Trajectory(run_id="r1", task=f"use {token}", model="m", workdir="/w",
+                      messages=[Message(role="system", content="s"), Message(role="user", content=f"use {token}")])
+    writer = TrajectoryWriter(tmp_path / "t.jsonl", traj, redact)
+    traj.messages.append(Message(role="tool", content=f"{token}\n{password}\nabc12 /home/u\nls /leaf/state sk-leaf-0099",
+                                 tool_call_id="c1"))
+    traj.turns.append(TurnRecord(index=0, finish_reason="stop", usage=TurnUsage(), seconds=0.1, parse_error=token))
+    traj.exit_reason, traj.exit_message, traj.patch = "error", f"failed: {token}", f"+{token}\n"
+    traj.token_log = TokenLog(ids=[1, 2, 3], mask=[0, 1, 1], logprobs=[0.0, -0.1, -0.2], versions=[-1, 0, 0])
+    writer.close(traj)
+    raw = (tmp_path / "t.jsonl").read_text()
+    assert token not in raw and raw.count("[secret GITHUB_TOKEN]") == 6  # header, user, tool, turn, error, patch
+    assert password in raw  # passed by --pass-env: the user's choice, recorded as the agent saw it
+    assert "abc12 /home/u" in raw  # too short, and not a secret: kept
+    assert "ls /leaf/state [secret LEAF_API_KEY]" in raw  # leaf's state path is hidden, not a credential
+    loaded = load(tmp_path / "t.jsonl")
+    assert loaded.token_log is None  # its ids would spell the secret back
+    assert traj.messages[2].content.startswith(token) and traj.token_log is not None  # memory untouched
+
+
+def test_default_redactor_is_leafs_environment_and_a_clean_episode_keeps_its_token_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_API_KEY", "k-secret-0042")
+    traj = make()
+    writer = TrajectoryWriter(tmp_path / "t.jsonl", traj)
+    traj.token_log = TokenLog(ids=[5], mask=[1], logprobs=[-0.5], versions=[0])
+    writer.close(traj)
+    assert load(tmp_path / "t.jsonl").token_log is not None
+    assert "k-secret-0042" not in json_line({"a": ["k-secret-0042"]}, writer.redact)
+    assert json_line({"a": "k-secret-0042"}) == '{"a": "k-secret-0042"}'  # no redactor: the record as is

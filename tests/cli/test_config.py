@@ -57,3 +57,21 @@ def test_declined_trust_is_not_remembered(git_repo: Path) -> None:
     settings, _ = load_settings({}, git_repo, lambda top, keys: False)
     assert settings.mode is None
     assert load_settings({}, git_repo, lambda top, keys: True)[0].mode == "yolo"
+
+
+def test_max_tokens_key_sets_the_reply_cap(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`max_tokens` in the config layers, under the flag; unset, the model's cap stays (8192 by default)."""
+    from leaf_cli.cli.fix_session import sampling_for_model
+
+    settings, _ = load_settings({"model": "replay:x"}, git_repo)
+    assert settings.max_tokens is None and sampling_for_model(settings).max_tokens == 8192
+    (git_repo / ".leaf.toml").write_text("max_tokens = 300\n")
+    settings, origins = load_settings({"model": "replay:x"}, git_repo)
+    assert sampling_for_model(settings).max_tokens == 300 and origins["max_tokens"] == str(git_repo / ".leaf.toml")
+    monkeypatch.setenv("LEAF_MAX_TOKENS", "200")
+    settings, origins = load_settings({"model": "replay:x", "max_tokens": 96}, git_repo)
+    assert sampling_for_model(settings).max_tokens == 96 and origins["max_tokens"] == "flag"
+    (git_repo / ".leaf.toml").write_text("max_tokens = 0\n")
+    monkeypatch.delenv("LEAF_MAX_TOKENS")
+    result = leaf("fix", "--workdir", str(git_repo), "--model", "replay:x", "task")
+    assert result.exit_code == 2 and "setting max_tokens" in result.stderr

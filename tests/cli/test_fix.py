@@ -9,6 +9,7 @@ import pytest
 
 from leaf_cli.agent.trajectory import load
 from tests.cli.fixcli import call, fix_json, leaf, script, turn
+from tests.llm.test_openai import Scripted, chunk, server  # noqa: F401 (server is a fixture)
 
 
 def test_final_answer_prints_one_json_object(git_repo: Path, tmp_path: Path) -> None:
@@ -139,3 +140,26 @@ def test_continue_resumes_the_last_run(git_repo: Path, tmp_path: Path) -> None:
     second = json.loads(result.stdout)
     assert [m["content"] for m in second["messages"]][1:] == ["first task", "first answer", "follow-up", "second answer"]
     assert second["run_id"] != first["run_id"]
+
+
+def test_max_tokens_flag_caps_each_reply(git_repo: Path, tmp_path: Path) -> None:
+    """A reply cut at `--max-tokens` ends the run as max_tokens; the same cut under the default cap (8192) is
+    the context's doing (FrogNano's reading of a cut reply), so the flag is what decides the reason."""
+    cut = {"content": "I think the", "finish_reason": "length", "usage": {"prompt_tokens": 50, "completion_tokens": 96}}
+    _code, capped = fix_json(git_repo, script(tmp_path / "a.jsonl", cut), "task", "--yes", "--max-tokens", "96")
+    assert capped["exit_reason"] == "max_tokens"
+    assert "reply cut at 96 tokens" in load(Path(capped["trajectory"])).exit_message
+    _code, default = fix_json(git_repo, script(tmp_path / "b.jsonl", cut), "task", "--yes")
+    assert default["exit_reason"] == "max_context"
+    for command in ("fix", "chat"):
+        result = leaf(command, "--workdir", str(git_repo), "--max-tokens", "0", "task")
+        assert result.exit_code == 2 and "--max-tokens" in result.stderr
+
+
+def test_max_tokens_reaches_the_openai_request(git_repo: Path, server: Scripted) -> None:
+    server.replies.append({"events": [chunk({"role": "assistant", "content": "done"}), chunk({}, "stop"), "data: [DONE]\n\n"]})
+    result = leaf("fix", "--json", "--yes", "--workdir", str(git_repo), "--base-url", server.url, "--model", "m",
+                  "--max-tokens", "77", "task")
+    assert json.loads(result.stdout)["exit_reason"] == "final_answer", result.stderr
+    sent = server.requests[0]
+    assert sent["max_completion_tokens"] == 77 and sent["max_tokens"] == 77

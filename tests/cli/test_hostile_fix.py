@@ -98,6 +98,7 @@ def test_no_sandbox_warns_what_can_reach_the_store(git_repo: Path, tmp_path: Pat
     spec = script(tmp_path / "s.jsonl", {"content": "nothing to do"})
     result = leaf("fix", "--json", "--workdir", str(git_repo), "--model", spec, "--sandbox", "none", "task")
     assert "no sandbox" in result.stderr and "checkpoints" in result.stderr and "leaf undo" in result.stderr
+    assert "/proc/<pid>/environ" in result.stderr and "leaf's environment" in result.stderr
 
 
 def test_planted_git_config_never_runs_in_leafs_git_and_undo_removes_it(tmp_path: Path, decoy: dict) -> None:
@@ -205,6 +206,40 @@ def test_pass_env_lets_one_secret_in(git_repo: Path, tmp_path: Path, decoy: dict
     out = run_fix(git_repo, tmp_path, "none", turn(call("Bash", command="echo $PGPASSWORD; echo x$GITHUB_TOKEN")),
                   {"content": "ok"}, env=decoy, extra=("--pass-env", "PGPASSWORD"))
     assert "pg-secret-1234\nx\n" in observations(out)[0]
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_secret_values_are_redacted_from_leafs_records_not_from_the_files(
+        git_repo: Path, tmp_path: Path, sandbox: str, decoy: dict) -> None:
+    token, password = SECRETS["GITHUB_TOKEN"], SECRETS["PGPASSWORD"]
+    (git_repo / "notes.txt").write_text(f"token={token}\n")  # the user's own file, holding a secret value
+    leak = f"cat notes.txt; echo \"t=$GITHUB_TOKEN p=$PGPASSWORD\"; echo '{SECRETS['DATABASE_URL']}' >&2"
+    turns = (turn(call("Bash", command=leak)), turn(call("Write", file_path="leak.txt", content=f"{token}\n")),
+             {"content": f"done, the token is {token}"})
+    spec = script(tmp_path / "s.jsonl", *turns)
+    mine = tmp_path / "mine.jsonl"
+    proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--pass-env", "PGPASSWORD", "--trajectory", str(mine),
+                        "--model", spec, "task", cwd=git_repo, env=decoy, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr.decode()
+    out = json.loads(stdout)
+    records = [stdout.decode(), Path(out["trajectory"]).read_text(), mine.read_text()]
+    for record in records:
+        for name, value in SECRETS.items():
+            assert name == "PGPASSWORD" or value not in record, (name, record)
+    first = observations(out)[0]
+    # passed by --pass-env: the user's explicit choice, so it is recorded as the agent saw it, unredacted
+    assert "token=[secret GITHUB_TOKEN]" in first and f"t= p={password}" in first
+    assert "[secret DATABASE_URL]" in first
+    assert "[secret GITHUB_TOKEN]" in out["patch"] and "[secret GITHUB_TOKEN]" in records[1]
+    assert (git_repo / "notes.txt").read_text() == f"token={token}\n"  # the work tree keeps its bytes
+    assert (git_repo / "leak.txt").read_text() == f"{token}\n"
+    # replay redacts the live observations the same way before comparing and printing them; it differs here
+    # only where it must: no --pass-env on replay, and Write's recorded argument is now the marker itself
+    again = leaf("replay", out["trajectory"], env=decoy)
+    assert "now: Exit code: 0\nSTDOUT:\ntoken=[secret GITHUB_TOKEN]\nt= p=\n" in again.stderr, again.stderr
+    assert "2 differ" in again.stderr and token not in again.stderr
 
 
 @pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap missing")

@@ -67,3 +67,65 @@ def test_fix_then_continue_renders_the_saved_conversation_canonically(git_repo: 
     reloaded = traj.messages[:len(first["messages"]) + 1]
     expected = engine.template.render_messages(reloaded, tool_schemas(TOOLS), True, True)
     assert traj.token_log.ids[:turn["prompt_tokens"]] == engine._tokenize(expected)
+
+
+THINK_CLOSE = 248069  # `</think>` in the Qwen3.5 vocabulary (the fixture keeps the real ids)
+
+
+def test_fix_constrain_tools_as_a_subprocess_holds_the_grammar(git_repo: Path, tiny_qwen35_gguf: Path,
+                                                               tmp_path: Path) -> None:
+    """The real `leaf fix --constrain-tools` process on FrogNano's architecture, with short replies from
+    `--max-tokens`. Whatever the random weights write: every reply the model ended itself is one the Qwen3-Coder
+    XML grammar accepts (a call of one of the five tools, or plain text as the final answer), the thinking budget
+    closed each reasoning, no reply went past the cap, and the run is recorded and undone."""
+    import json
+    import subprocess
+    import sys
+
+    from leaf_cli.agent.exits import ExitReason
+    from leaf_cli.llm.llama_runtime import load_llama
+    from leaf_cli.llm.parse import parse_reply
+    from leaf_cli.tools import TOOLS, tool_schemas
+
+    budget, cap = 16, 96
+    before = (git_repo / "calc.py").read_bytes()
+    args = [sys.executable, "-m", "leaf_cli", "fix", "--model", str(tiny_qwen35_gguf), "--constrain-tools",
+            "--max-tokens", str(cap), "--thinking-budget", str(budget), "--json", "--yes", "--max-turns", "3",
+            "--n-ctx", "4096", "--temperature", "0.7", "--seed", "1", "Fix add in calc.py so the test passes."]
+    done = subprocess.run(args, cwd=git_repo, capture_output=True, timeout=240)
+    lines = done.stdout.decode().splitlines()
+    assert len(lines) == 1, (done.stdout, done.stderr[-2000:])
+    out = json.loads(lines[0])
+    assert out["exit_reason"] in {r.value for r in ExitReason} and done.returncode == (out["exit_reason"] != "final_answer")
+    traj = load(Path(out["trajectory"]))
+    assert traj.token_log is not None and traj.turns
+    llm, _info = load_llama(tiny_qwen35_gguf, n_ctx=256)
+    schemas = tool_schemas(TOOLS)
+    names = {s["function"]["name"] for s in schemas}
+    for turn in traj.turns:
+        start, count = turn.usage.prompt_tokens, turn.usage.completion_tokens
+        assert count is not None and 0 < count <= cap
+        ids = traj.token_log.ids[start:start + count]
+        assert len(ids) == count
+        # The budget writes "\n</think>\n\n" after `budget` reasoning tokens: `</think>` is at index budget+1 at most.
+        assert THINK_CLOSE in ids[:budget + 2] or (turn.finish_reason == "length" and count <= budget + 1), ids
+        raw = llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
+        after = raw.split("</think>", 1)[-1]
+        if "<" in after.rstrip("<|im_end|>"):  # a call has begun: the grammar allows nothing else after `</think>`
+            call = after[after.index("<"):]
+            head = "<tool_call>\n<function="
+            assert call.startswith(head) or head.startswith(call), raw
+        if turn.finish_reason == "stop":
+            parsed = parse_reply(raw.removesuffix("<|im_end|>"), schemas, in_reasoning=True)
+            assert parsed.parse_error is None, raw
+            assert all(c.name in names for c in parsed.tool_calls)
+            assert parsed.tool_calls or turn is traj.turns[-1], raw  # plain text ends the run as its answer
+    assert out["usage"]["completion_tokens"] == sum(t.usage.completion_tokens for t in traj.turns)
+    if traj.turns[-1].finish_reason == "length":  # cut by --max-tokens, not by the context
+        assert out["exit_reason"] == "max_tokens" and f"reply cut at {cap} tokens" in traj.exit_message
+    env_run = {"cwd": git_repo, "capture_output": True, "timeout": 60}
+    listed = subprocess.run([sys.executable, "-m", "leaf_cli", "runs"], **env_run)
+    assert listed.returncode == 0 and out["run_id"][:8] in listed.stdout.decode()
+    undone = subprocess.run([sys.executable, "-m", "leaf_cli", "undo", "--force"], **env_run)
+    assert undone.returncode == 0, undone.stderr
+    assert (git_repo / "calc.py").read_bytes() == before

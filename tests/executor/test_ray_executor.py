@@ -23,9 +23,16 @@ RAY = ExecutorConfig(kind="ray", max_infra_retries=2)
 
 
 @pytest.fixture(scope="module")
-def cluster(leaf_cache):  # noqa: ANN001, F811 - workers inherit LEAF_CACHE_DIR: one environment cache
+def worker_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workers' own scratch root (their TMPDIR), a folder the driver never reads: whatever the driver
+    needs must come back with a job's value, as on a cluster whose nodes share no disk."""
+    return tmp_path_factory.mktemp("worker-tmp")
+
+
+@pytest.fixture(scope="module")
+def cluster(leaf_cache, worker_tmp: Path):  # noqa: ANN001, F811 - workers inherit LEAF_CACHE_DIR: one environment cache
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=128 << 20,
-             namespace="leaf-tests")
+             namespace="leaf-tests", runtime_env={"env_vars": {"TMPDIR": str(worker_tmp)}})
     yield
     close_executors()
     ray.shutdown()
@@ -65,8 +72,11 @@ def _same_summary(a: dict, b: dict) -> None:
         assert a[key] == b[key], key
 
 
-def test_names_resources_and_files_come_back(cluster, tmp_path: Path) -> None:
+def test_names_resources_and_files_come_back(cluster, worker_tmp: Path, tmp_path: Path) -> None:
     executor = make_executor(RAY)
+    raw = executor.call(Job(name="scratch", fn=task_facts, args=("hi",), outputs=tmp_path / "raw",
+                            rebase=lambda v, old, new: v))["path"]
+    assert worker_tmp in Path(raw).parents  # the job wrote under the workers' root, never the driver's folder
     job = Job(name="attempt toolz.second #1", fn=task_facts, args=("hi",), needs=Needs(cpus=1.0, memory_mb=64),
               outputs=tmp_path, rebase=lambda v, old, new: {**v, "path": str(new / Path(v["path"]).relative_to(old))})
     facts = executor.call(job)
@@ -191,6 +201,39 @@ def test_taskpilot_synth_on_ray_validates_the_same_tasks(cluster, tmp_path: Path
     assert _accepted(tmp_path / "local") == _accepted(tmp_path / "ray")
     rollouts = sorted((tmp_path / "ray" / "rollouts").glob("*/results.jsonl"))
     assert rollouts and all(json.loads(line)["infra_retries"] == 0 for p in rollouts for line in p.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_taskpilot_work_ships_its_files_to_the_driver(cluster, tmp_path: Path) -> None:
+    """A fresh cache: the snapshot repository is made by a Ray job under the workers' scratch root and lands
+    in the driver's cache; each validation's start-state commit comes back as git objects plus its ref. The
+    driver's run folder and repository then hold every record the local run's do."""
+    import subprocess
+
+    from leaf_train.taskpilot import pipeline
+    from leaf_train.taskpilot.config import SynthConfig
+    from tests.training.taskpilot.taskpilot_mathx import make_package_repo
+
+    repo = make_package_repo(tmp_path / "mathx")
+    for name, executor in (("local", ExecutorConfig()), ("ray", RAY)):
+        pipeline.run(SynthConfig(sources=[str(repo)], target=1, rollouts=2, band=(0.0, 1.0), max_candidates=2,
+                                 sandbox="subprocess", out=tmp_path / name, cache_dir=tmp_path / f"cache-{name}",
+                                 executor=executor))
+    assert _validated(tmp_path / "local") == _validated(tmp_path / "ray")
+    assert _accepted(tmp_path / "local") == _accepted(tmp_path / "ray") and _accepted(tmp_path / "ray")
+    snaps = [json.loads(line) for line in (tmp_path / "ray" / "snapshots.jsonl").read_text().splitlines()]
+    assert [s["status"] for s in snaps] == ["ok"]
+    driver_repo = Path(snaps[0]["repo"])
+    assert (tmp_path / "cache-ray") in driver_repo.parents and (driver_repo / ".git").is_dir()
+    starts = [json.loads(line) for line in (tmp_path / "ray" / "validated.jsonl").read_text().splitlines()]
+    bases = {v["base_commit"] for v in starts if v["ok"]}
+    assert bases and bases != {snaps[0]["commit"]}
+    for commit in bases:  # present in the driver's repository and kept by a ref
+        git = ["git", "-C", str(driver_repo), "cat-file", "-e", f"{commit}^{{commit}}"]
+        assert subprocess.run(git, capture_output=True, timeout=30).returncode == 0, commit
+        assert (driver_repo / ".git" / "refs" / "taskpilot" / commit).read_text().strip() == commit
+    tasks = [json.loads(line) for line in (tmp_path / "ray" / "tasks.jsonl").read_text().splitlines()]
+    assert all(Path(t["repo"]).resolve() == driver_repo.resolve() for t in tasks)
 
 
 @pytest.mark.slow

@@ -325,3 +325,38 @@ def test_usage_the_server_does_not_send_is_unknown_not_zero(server: Scripted) ->
     turn = OpenAIEngine(server.url, "m").complete(conversation(), [], Sampling())
     assert turn.content == "hi"
     assert turn.usage.prompt_tokens is None and turn.usage.completion_tokens is None and not turn.usage.known
+
+
+# llama_cpp.server serving a Qwen3.5 template has no reasoning parser: the generation prompt opened `<think>`, so
+# the content is `reasoning…</think>answer` without an opening tag (what the real server sent in
+# test_openai_llama_server.py). vLLM's Qwen3 reasoning parser reads text before the first `</think>` as reasoning.
+QWEN35_CALL = "<tool_call>\n<function=Read>\n<parameter=file_path>\na.py\n</parameter>\n</function>\n</tool_call>"
+
+
+def test_content_after_an_opened_think_is_split_at_the_first_close(server: Scripted) -> None:
+    text = "The doc shows a <think> tag.\nRead it first.\n</think>\n\n" + QWEN35_CALL
+    server.replies.append({"json": completion({"content": text})})
+    turn = OpenAIEngine(server.url, "m", stream=False).complete(conversation(), [READ_TOOL], Sampling())
+    assert turn.reasoning == "The doc shows a <think> tag.\nRead it first."
+    assert [(c.name, c.arguments) for c in turn.tool_calls] == [("Read", {"file_path": "a.py"})]
+    assert turn.content == "" and turn.raw_text == text
+
+
+def test_streamed_content_after_an_opened_think_is_split(server: Scripted) -> None:
+    pieces = ["Maybe <think> about ", "<tool_call> later.</thi", "nk>\n\nThe answer", " is 4."]
+    server.replies.append({"events": [chunk({"content": p}) for p in pieces] + [chunk({}, "stop"), "data: [DONE]\n\n"]})
+    turn = OpenAIEngine(server.url, "m").complete(conversation(), [READ_TOOL], Sampling())
+    assert turn.reasoning == "Maybe <think> about <tool_call> later."
+    assert turn.content == "The answer is 4." and turn.tool_calls == []
+
+
+@pytest.mark.parametrize(("text", "calls", "content"), [
+    ("Let me read.\n" + QWEN35_CALL, [("Read", {"file_path": "a.py"})], "Let me read."),
+    ("Just an answer with <think> in it.", [], "Just an answer with <think> in it."),
+])
+def test_content_without_a_close_stays_content(server: Scripted, text: str, calls: list[Any], content: str) -> None:
+    server.replies.append({"json": completion({"content": text})})
+    turn = OpenAIEngine(server.url, "m", stream=False).complete(conversation(), [READ_TOOL], Sampling())
+    assert turn.reasoning is None
+    assert [(c.name, c.arguments) for c in turn.tool_calls] == calls and turn.content == content
+

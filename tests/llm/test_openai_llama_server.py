@@ -139,3 +139,22 @@ def test_qwen35_template_served_by_llama_cpp_server(llama_server: str) -> None:
     message = str(failed.value)
     assert "from_json" in message and "chat template" in message and "cannot reach" not in message
     assert len(attempts) <= 1  # at most one reconnect after the server dropped the failed stream; no 500 retries
+
+
+def test_qwen35_reply_after_the_opened_think_is_split(llama_server: str, tiny_qwen35_gguf: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With thinking on, the served Qwen3.5 template opens `<think>` and llama_cpp.server (no reasoning parser)
+    sends `…</think>…` as content. The tiny model's weights are random, so a logit bias makes it write
+    `</think>` then stop. This checks the premise on the real server (the close tag arrives as content, no
+    `reasoning_content`); the canned replies in test_openai.py are the ones old code fails."""
+    import llama_cpp
+
+    vocab = llama_cpp.Llama(str(tiny_qwen35_gguf), vocab_only=True, verbose=False)
+    close = vocab.tokenize(b"</think>", add_bos=False, special=True)
+    assert len(close) == 1
+    engine = OpenAIEngine(llama_server, "qwen35", stream=False)
+    body = engine._body
+    monkeypatch.setattr(engine, "_body", lambda *a: {**body(*a), "logit_bias": {str(close[0]): 100}})
+    turn = engine.complete(ask("Hi"), [], Sampling(temperature=0.0, max_tokens=1, enable_thinking=True))
+    assert turn.raw_text == "</think>"  # the real server's content: the close tag, no reasoning_content
+    assert turn.reasoning == "" and turn.content == "" and turn.tool_calls == []

@@ -98,7 +98,12 @@ CASES: list[tuple[str, str, str, bool, list[tuple[str, dict[str, Any]]], str]] =
      "</parameter>\n</function>\n</tool_call>", False, [], ""),
     ("issue", "call_inside_reasoning_is_reasoning", "Maybe " + xml("Bash", command="rm -rf build") +
      " -- no, read first.</think>\n" + xml("Bash", command="ls"), True, [("Bash", {"command": "ls"})], ""),
-    ("issue", "unclosed_reasoning_holds_no_call", "Let me run " + xml("Bash", command="ls"), True, [], ""),
+    # The issue's draft kept a call in never-closed reasoning; vLLM's Qwen3 reasoning parser, SGLang's Qwen3
+    # detector and llama.cpp all end the reasoning at `<tool_call><function=…` instead, so leaf does too.
+    ("vllm", "unclosed_reasoning_ends_at_a_call", "Let me run " + xml("Bash", command="ls"), True,
+     [("Bash", {"command": "ls"})], ""),
+    ("vllm", "unclosed_reasoning_mentioning_tool_call_is_reasoning", "I could use <tool_call> tags later", True,
+     [], ""),
     ("issue", "reasoning_then_content_then_call", "plan</think>\nRunning it." + xml("Bash", command="ls",
                                                                                        timeout="30"), True,
      [("Bash", {"command": "ls", "timeout": 30})], "Running it."),
@@ -156,3 +161,142 @@ def test_plain_text_with_arguments_is_not_a_format_error() -> None:
 def test_broken_markup_is_a_format_error() -> None:
     assert parse_reply(next(c[2] for c in CASES if c[1] == "function_tag_without_gt"), TOOLS).parse_error is not None
     assert parse_reply("<tool_call>\n</tool_call>", TOOLS).parse_error is not None
+
+
+# --- llama.cpp: `tests/test-chat.cpp` (vendored in llama-cpp-python 0.3.36), its "Qwen3.5-4B.jinja" block
+# (reasoning format auto; `thinking` = its enable_thinking, on by default there) and its "Qwen3-Coder.jinja"
+# block (no reasoning). Not ported: reasoning-format "none" (leaf always splits), continuation of a
+# prefilled message, the tool_choice=required and earlier-history variants (inputs repeated verbatim;
+# leaf's parse does not depend on them). llama.cpp keeps the newline before a call in `content`; leaf
+# strips content, so expected contents below are llama.cpp's, stripped.
+def fn(tool: str, /, **props: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool, "parameters": {"type": "object", "properties": props}}}
+
+
+INT, STR = {"type": "integer"}, {"type": "string"}
+LC_TOOLS = [fn("special_function", arg1=INT), fn("special_function_with_opt", arg1=INT, arg2=INT),
+            fn("python", code=STR), fn("edit", filename=STR, oldString=STR, newString=STR),
+            fn("run_in_terminal", command=STR), fn("empty_args"), fn("html", markup=STR),
+            fn("todo_list", todos={"type": "array"}),
+            fn("tool_2req_4opt", req1=STR, req2=INT, opt1=STR, opt2=INT, opt3=STR, opt4=INT),
+            fn("tool_2req_5opt", req1=STR, req2=INT, opt1=STR, opt2=INT, opt3=STR, opt4=INT, opt5=STR),
+            fn("set_nullable_str", name={"type": ["string", "null"]}),
+            fn("set_nullable_str_nf", name={"type": ["null", "string"]}),
+            fn("set_nullable_int", count={"type": ["integer", "null"]}),
+            fn("set_union", value={"type": ["string", "object"]}, amount={"type": ["string", "integer"]}),
+            fn("set_unit", unit={"enum": ["celsius", "fahrenheit"]})]
+
+
+def lc(name: str, *params: tuple[str, str], wrapped: bool = True) -> str:
+    """The Qwen3.5 template's call layout: each value between newlines."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params)
+    call = f"<function={name}>\n{body}</function>\n</tool_call>"
+    return f"<tool_call>\n{call}" if wrapped else call
+
+
+SPECIAL = lc("special_function", ("arg1", "1"))
+OPT = lc("special_function_with_opt", ("arg1", "1"), ("arg2", "2"))
+PWD = lc("run_in_terminal", ("command", "pwd"))
+HELLO_CODE = 'def hello():\n    print("Hello, world!")\n\nhello()'
+EDIT = (("filename", "foo.c"), ("oldString", "#iclunde"), ("newString", "#include"))
+EDIT_ARGS = {"filename": "foo.c", "oldString": "#iclunde", "newString": "#include"}
+HTML = "<html>\n <head>\n  <title>Hello!</title>\n </head>\n</html>"
+TODOS = '[{"item": "Check stuff", "selected": false}, {"item": "Prepare stuff", "selected": true}]'
+INVOICE = '{"amount": 123.45, "date": "2025-12-03"}'
+
+# (case, text, thinking, expected reasoning, expected calls, expected content)
+LLAMA_CASES: list[tuple[str, str, bool, str | None, list[tuple[str, dict[str, Any]]], str]] = [
+    ("q35_thoughts_then_answer", "I'm\nthinking\n</think>\n\nHello, world!\nWhat's up?", True, "I'm\nthinking", [],
+     "Hello, world!\nWhat's up?"),
+    ("q35_call_no_thinking", SPECIAL, False, None, [("special_function", {"arg1": 1})], ""),
+    ("q35_thoughts_then_call", "I'm\nthinking\n</think>\n\n" + SPECIAL, True, "I'm\nthinking",
+     [("special_function", {"arg1": 1})], ""),
+    ("q35_parallel_calls", SPECIAL + "\n" + OPT, False, None,
+     [("special_function", {"arg1": 1}), ("special_function_with_opt", {"arg1": 1, "arg2": 2})], ""),
+    ("q35_multiline_code", lc("python", ("code", HELLO_CODE)), False, None, [("python", {"code": HELLO_CODE})], ""),
+    ("q35_edit_strings", lc("edit", *EDIT), False, None, [("edit", EDIT_ARGS)], ""),
+    ("q35_value_ending_in_newline", lc("edit", *EDIT[:2], ("newString", "#include\n")), False, None,
+     [("edit", {**EDIT_ARGS, "newString": "#include\n"})], ""),
+    ("q35_code_starting_with_indent", lc("python", ("code", '    print("Hello, world!")')), False, None,
+     [("python", {"code": '    print("Hello, world!")'})], ""),
+    ("q35_json_answer_after_thoughts", "I need to output the invoice details in JSON\n</think>\n\n" + INVOICE, True,
+     "I need to output the invoice details in JSON", [], INVOICE),
+    ("q35_call_ends_prefilled_thinking", PWD, True, "", [("run_in_terminal", {"command": "pwd"})], ""),
+    ("q35_thoughts_then_call_without_close", "Need to inspect the current directory.\n" + PWD, True,
+     "Need to inspect the current directory.", [("run_in_terminal", {"command": "pwd"})], ""),
+    ("q35_empty_args", "<tool_call>\n<function=empty_args>\n</function>\n</tool_call>", False, None,
+     [("empty_args", {})], ""),
+    ("q35_empty_args_no_properties", "<tool_call>\n<function=empty_args_no_props>\n</function>\n</tool_call>", False,
+     None, [("empty_args_no_props", {})], ""),
+    ("q35_empty_think_block_then_call", "</think>\n\n" + SPECIAL, True, "", [("special_function", {"arg1": 1})], ""),
+    ("q35_empty_think_then_terminal_call", "</think>\n\n" + PWD, True, "", [("run_in_terminal", {"command": "pwd"})],
+     ""),
+    ("q35_empty_think_content_then_call", "</think>\n\nLet me inspect the current directory.\n" + PWD, True, "",
+     [("run_in_terminal", {"command": "pwd"})], "Let me inspect the current directory."),
+    ("q35_thoughts_content_call", "I should inspect the directory.\n</think>\n\nLet me inspect it now.\n" + PWD,
+     True, "I should inspect the directory.", [("run_in_terminal", {"command": "pwd"})], "Let me inspect it now."),
+    ("coder_plain_text", "Hello, world!\nWhat's up?", False, None, [], "Hello, world!\nWhat's up?"),
+    ("coder_single_call", SPECIAL, False, None, [("special_function", {"arg1": 1})], ""),
+    ("coder_without_opening_tool_call", lc("special_function", ("arg1", "1"), wrapped=False), False, None,
+     [("special_function", {"arg1": 1})], ""),
+    ("coder_text_then_call_without_opening", "Let me call it.\n" + lc("special_function", ("arg1", "1"),
+                                                                      wrapped=False), False, None,
+     [("special_function", {"arg1": 1})], "Let me call it."),
+    ("coder_first_call_without_opening", lc("special_function", ("arg1", "1"), wrapped=False) + "\n" + OPT, False,
+     None, [("special_function", {"arg1": 1}), ("special_function_with_opt", {"arg1": 1, "arg2": 2})], ""),
+    ("coder_parallel_calls", SPECIAL + "\n" + OPT, False, None,
+     [("special_function", {"arg1": 1}), ("special_function_with_opt", {"arg1": 1, "arg2": 2})], ""),
+    ("coder_multiline_code", lc("python", ("code", HELLO_CODE)), False, None, [("python", {"code": HELLO_CODE})], ""),
+    ("coder_cjk_code", lc("python", ("code", "格")), False, None, [("python", {"code": "格"})], ""),
+    ("coder_html_value", lc("html", ("markup", HTML)), False, None, [("html", {"markup": HTML})], ""),
+    ("coder_array_of_objects", lc("todo_list", ("todos", TODOS)), False, None,
+     [("todo_list", {"todos": [{"item": "Check stuff", "selected": False},
+                               {"item": "Prepare stuff", "selected": True}]})], ""),
+    ("coder_required_args_any_order", lc("edit", EDIT[2], EDIT[0], EDIT[1]), False, None, [("edit", EDIT_ARGS)], ""),
+    ("coder_2req_4opt_out_of_order", lc("tool_2req_4opt", ("req2", "42"), ("req1", "hello"), ("opt2", "200")), False,
+     None, [("tool_2req_4opt", {"req2": 42, "req1": "hello", "opt2": 200})], ""),
+    ("coder_2req_4opt_reversed_optionals", lc("tool_2req_4opt", ("req1", "hello"), ("req2", "42"), ("opt4", "100"),
+                                              ("opt2", "200")), False, None,
+     [("tool_2req_4opt", {"req1": "hello", "req2": 42, "opt4": 100, "opt2": 200})], ""),
+    ("coder_2req_5opt_reversed", lc("tool_2req_5opt", ("req1", "world"), ("req2", "7"), ("opt5", "last"),
+                                    ("opt3", "middle"), ("opt1", "first")), False, None,
+     [("tool_2req_5opt", {"req1": "world", "req2": 7, "opt5": "last", "opt3": "middle", "opt1": "first"})], ""),
+    ("coder_2req_5opt_shuffled", lc("tool_2req_5opt", ("req1", "test"), ("req2", "99"), ("opt3", "c"), ("opt1", "a"),
+                                    ("opt5", "e"), ("opt4", "4"), ("opt2", "2")), False, None,
+     [("tool_2req_5opt", {"req1": "test", "req2": 99, "opt3": "c", "opt1": "a", "opt5": "e", "opt4": 4, "opt2": 2})],
+     ""),
+    ("coder_nullable_string", lc("set_nullable_str", ("name", "hello world")), False, None,
+     [("set_nullable_str", {"name": "hello world"})], ""),
+    ("coder_nullable_string_null_first", lc("set_nullable_str_nf", ("name", "hello world")), False, None,
+     [("set_nullable_str_nf", {"name": "hello world"})], ""),
+    ("coder_nullable_integer", lc("set_nullable_int", ("count", "42")), False, None,
+     [("set_nullable_int", {"count": 42})], ""),
+    ("coder_nullable_string_given_null", lc("set_nullable_str", ("name", "null")), False, None,
+     [("set_nullable_str", {"name": None})], ""),
+    ("coder_union_object_and_text", lc("set_union", ("value", '{"a": 1}'), ("amount", "2 dollars")), False, None,
+     [("set_union", {"value": {"a": 1}, "amount": "2 dollars"})], ""),
+    ("coder_union_bad_json_and_int", lc("set_union", ("value", "{not valid json"), ("amount", "42")), False, None,
+     [("set_union", {"value": "{not valid json", "amount": 42})], ""),
+    ("coder_enum_without_type", lc("set_unit", ("unit", "celsius")), False, None, [("set_unit", {"unit": "celsius"})],
+     ""),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "thinking", "reasoning", "calls", "content"), LLAMA_CASES,
+                         ids=[c[0] for c in LLAMA_CASES])
+def test_parses_as_llama_cpp(case: str, text: str, thinking: bool, reasoning: str | None,
+                             calls: list[tuple[str, dict[str, Any]]], content: str) -> None:
+    reply = parse_reply(text, LC_TOOLS, in_reasoning=thinking)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == calls
+    assert reply.content == content
+    assert reply.reasoning == reasoning
+
+
+def test_a_second_think_tag_is_where_leaf_differs_from_llama_cpp() -> None:
+    """llama.cpp's "reasoning traces not sent" case: the prompt opened `<think>` and the model writes another
+    `<think>\n\n</think>`. llama.cpp keeps the second tag as reasoning text (`<think>`); leaf, like vLLM's Qwen3
+    parser (which strips a generated `<think>`), reads it as the opening tag, so the reasoning is empty. The
+    call agrees."""
+    reply = parse_reply("<think>\n\n</think>\n\n" + SPECIAL, LC_TOOLS, in_reasoning=True)
+    assert reply.reasoning == ""
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("special_function", {"arg1": 1})]

@@ -30,11 +30,12 @@ from leaf_train.taskpilot.candidate import Candidate, Decision, Validation, dige
 from leaf_train.taskpilot.config import SynthConfig
 from leaf_train.taskpilot.policy import Policy
 from leaf_train.taskpilot.refine import CannotRefine, refine, write_statement
-from leaf_train.taskpilot.snapshot import Snapshot, build_snapshot, environment, export
+from leaf_train.taskpilot.snapshot import (Snapshot, build_snapshot, build_snapshot_job, environment, export,
+                                           rebase_snapshot, snapshot_repo)
 from leaf_train.taskpilot.sources import SkippedSource, SourceError, SourceTree, resolve
 from leaf_train.taskpilot.store import Store, read_jsonl
 from leaf_train.taskpilot.tasks_out import final_task, hidden_tests
-from leaf_train.taskpilot.validate import validate
+from leaf_train.taskpilot.validate import validate_job
 
 OnEvent = Callable[[str, str], None]
 """Called with (stage, detail) as work happens: snapshot, generated, validated, executable, calibrated,
@@ -118,9 +119,15 @@ def _build(ctx: Run, src: SourceTree | SkippedSource) -> tuple[Snapshot, dict, f
     if isinstance(src, SkippedSource):
         return Snapshot(id=src.id, spec=src.spec, status="skipped", reason=src.reason), {}, 0.0
     began = time.monotonic()
-    build = partial(build_snapshot, tests=ctx.cfg.tests, budget_s=ctx.cfg.suite_budget_s, pip_packages=ctx.cfg.pip_packages)
-    snap, cover = ctx.executor.call(Job(name=f"snapshot {src.id}", fn=build,
-                                        args=(src, ctx.cfg.out, ctx.cfg.cache, ctx.sandbox)))
+    knobs = {"tests": ctx.cfg.tests, "budget_s": ctx.cfg.suite_budget_s, "pip_packages": ctx.cfg.pip_packages}
+    repo = snapshot_repo(ctx.cfg.cache, src.id)
+    if (repo / ".git").exists():  # built by an earlier run: the job only runs its suite
+        job = Job(name=f"snapshot {src.id}", fn=partial(build_snapshot, **knobs),
+                  args=(src, ctx.cfg.out, ctx.cfg.cache, ctx.sandbox))
+    else:  # the job makes the repository in its output folder; it lands in the driver's cache
+        job = Job(name=f"snapshot {src.id}", fn=partial(build_snapshot_job, **knobs), args=(src, ctx.cfg.out, ctx.sandbox),
+                  outputs=repo, rebase=partial(rebase_snapshot, run_dir=ctx.cfg.out))
+    snap, cover = ctx.executor.call(job)
     return snap, cover, round(time.monotonic() - began, 3)
 
 
@@ -169,8 +176,9 @@ def validation(ctx: Run, cand: Candidate) -> Validation:
     if found is not None:
         return found
     snap = ctx.snapshots[cand.snapshot]
-    record = ctx.executor.call(Job(name=f"validate {cand.id}", fn=validate,
-                                   args=(cand, snap, ctx.cfg.out, ctx.envs[snap.id], ctx.sandbox, ctx.cfg)))
+    record = ctx.executor.call(Job(name=f"validate {cand.id}", fn=validate_job,
+                                   args=(cand, snap, ctx.cfg.out, ctx.envs[snap.id], ctx.sandbox, ctx.cfg),
+                                   outputs=(ctx.cfg.out / snap.repo).resolve()))
     ctx.store.append("validated", record)
     ctx.emit("validated", f"{cand.id}: {'ok' if record.ok else record.reason}")
     return record

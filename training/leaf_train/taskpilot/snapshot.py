@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from leaf_cli.errors import LeafError
+from leaf_cli.executor.artifacts import rebased
 from leaf_cli.tasks import EnvBuildError, Environment, InstallConfig, Sandbox, Task, get_env
 from leaf_cli.tasks.proc import run_process
 from leaf_cli.tasks.source import GIT_IDENTITY, single_commit_repo
@@ -48,15 +49,42 @@ class Snapshot(BaseModel):
         return Task(**{**base, **fields})
 
 
+def snapshot_repo(cache: Path, src_id: str) -> Path:
+    """Where a source's snapshot repository lives: in the cache, so runs sharing a cache share it and its
+    environment (the environment cache is keyed by the repository's location)."""
+    return (cache / "repos" / src_id).resolve()
+
+
 def build_snapshot(src: SourceTree, out: Path, cache: Path, sandbox: Sandbox, *, tests: list[str], budget_s: float,
                    pip_packages: list[str]) -> tuple[Snapshot, dict[str, list[tuple[str, int, str]]]]:
-    """Make the snapshot repository (in the cache, so runs sharing a cache share it and its environment:
-    the environment cache is keyed by the repository's location), build its environment, run its suite once with coverage tracing.
+    """Make the snapshot repository in the cache, build its environment, run its suite once with coverage tracing."""
+    return build_snapshot_at(src, out, snapshot_repo(cache, src.id), sandbox, tests=tests, budget_s=budget_s,
+                             pip_packages=pip_packages)
+
+
+def build_snapshot_job(src: SourceTree, run_dir: Path, sandbox: Sandbox, *, tests: list[str], budget_s: float,
+                       pip_packages: list[str], out: Path) -> tuple[Snapshot, dict[str, list[tuple[str, int, str]]]]:
+    """`build_snapshot_at` as an executor job: the repository is made in the job's output folder `out` (on a
+    Ray worker a scratch folder of its node, shipped back into the driver's cache with the value)."""
+    return build_snapshot_at(src, run_dir, out, sandbox, tests=tests, budget_s=budget_s, pip_packages=pip_packages)
+
+
+def rebase_snapshot(value: tuple[Snapshot, dict], old: Path, new: Path, *, run_dir: Path) -> tuple[Snapshot, dict]:
+    """The job's snapshot pointed at the repository's place in the driver's cache (relative to the run folder
+    when inside it, as `build_snapshot` records it)."""
+    snap, cover = value
+    return snap.model_copy(update={"repo": _relative(Path(rebased(snap.repo, old, new) or ""), run_dir)}), cover
+
+
+def build_snapshot_at(src: SourceTree, out: Path, repo: Path, sandbox: Sandbox, *, tests: list[str], budget_s: float,
+                      pip_packages: list[str]) -> tuple[Snapshot, dict[str, list[tuple[str, int, str]]]]:
+    """Make the snapshot repository at `repo` (kept when it exists), build its environment, run its suite once
+    with coverage tracing.
 
     Returns the snapshot (skipped, with the reason, when the suite does not run or is over budget) and
     the coverage map (node id -> functions it calls), which the procedural generator needs.
     """
-    repo = (cache / "repos" / src.id).resolve()
+    repo = repo.resolve()
     snap = Snapshot(id=src.id, spec=src.spec, repo=_relative(repo, out), package=src.package, version=src.version,
                     source=src.source, tests=list(tests),
                     install_config={**src.install_config, "pip_packages": [*src.install_config.get("pip_packages", []), *pip_packages]})

@@ -16,13 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from leaf_cli.executor.artifacts import unpack
 from leaf_cli.tasks import Applied, Environment, GradeResult, Sandbox, grade
 from leaf_cli.tasks.patches import split_files
 from leaf_cli.tasks.proc import run_process
 from leaf_cli.tasks.testrun import GOOD
 from leaf_train.taskpilot.candidate import Candidate, Validation
 from leaf_train.taskpilot.config import SynthConfig
-from leaf_train.taskpilot.snapshot import Snapshot, commit_tree, export
+from leaf_train.taskpilot.snapshot import Snapshot, commit_tree, export, git_out
 from leaf_train.taskpilot.suite import run_suite
 
 
@@ -46,6 +47,32 @@ def validate(cand: Candidate, snap: Snapshot, out: Path, env: Environment, sandb
         record.reason, record.detail = exc.reason, str(exc)[:1000]
     record.seconds = round(time.monotonic() - began, 3)
     return record
+
+
+def validate_job(cand: Candidate, snap: Snapshot, run_dir: Path, env: Environment, sandbox: Sandbox, cfg: SynthConfig,
+                 *, out: Path) -> Validation:
+    """`validate` as an executor job. Its start-state commit is made in a private clone of the snapshot
+    repository, and only what the driver needs of it, the new git objects and the ref that keeps them, is
+    written under `out` (`.git/objects/…`, `.git/refs/taskpilot/…`): `out` is the snapshot repository on the
+    local executor, a scratch folder on a Ray worker whose files land in the driver's repository."""
+    with tempfile.TemporaryDirectory(prefix="taskpilot-clone-") as tmp:
+        clone = Path(tmp) / "repo"
+        git_out(Path(tmp), "clone", "-q", "--no-checkout", str((run_dir / snap.repo).resolve()), str(clone))
+        record = validate(cand, snap.model_copy(update={"repo": str(clone)}), run_dir, env, sandbox, cfg)
+        if record.base_commit and record.base_commit != snap.commit:
+            unpack(_new_objects(clone, record.base_commit, snap.commit), out)
+    return record
+
+
+def _new_objects(clone: Path, commit: str, base: str) -> dict[str, bytes]:
+    """The loose objects of `commit` that `base` lacks, and a ref under refs/taskpilot/ that keeps them."""
+    files = {f".git/refs/taskpilot/{commit}": f"{commit}\n".encode()}
+    for line in git_out(clone, "rev-list", "--objects", commit, "--not", base).splitlines():
+        sha = line.split(" ", 1)[0]
+        loose = clone / ".git" / "objects" / sha[:2] / sha[2:]
+        if loose.is_file():  # else packed: it came from the repository the clone was made from
+            files[f".git/objects/{sha[:2]}/{sha[2:]}"] = loose.read_bytes()
+    return files
 
 
 def _check(cand: Candidate, snap: Snapshot, out: Path, env: Environment, sandbox: Sandbox, cfg: SynthConfig,
