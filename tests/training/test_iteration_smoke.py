@@ -37,7 +37,7 @@ def _leaf(*args: str, cwd: Path, env: dict[str, str], timeout: float) -> subproc
 
 def test_cpu_smoke_iteration_then_leaf_fix_runs_the_export(tmp_path: Path) -> None:
     _requirements()
-    _iterate_then_fix(ROOT / "training/configs/cpu-smoke.yaml", tmp_path)
+    _iterate_then_fix(ROOT / "training/configs/cpu-smoke.yaml", tmp_path, real_update=True)
 
 
 def test_cpu_smoke_iteration_on_qwen35_then_leaf_fix_runs_the_export(tmp_path: Path, tiny_qwen35_hf: Path,
@@ -56,7 +56,7 @@ def test_cpu_smoke_iteration_on_qwen35_then_leaf_fix_runs_the_export(tmp_path: P
     assert export["architecture"] == "qwen35" and export["method"] == "convert"
 
 
-def _iterate_then_fix(config_path: Path, tmp_path: Path) -> dict:
+def _iterate_then_fix(config_path: Path, tmp_path: Path, real_update: bool = False) -> dict:
     env = {**os.environ, "LEAF_HOME": os.environ.get("LEAF_HOME", str(tmp_path / "leaf-home"))}
     out = tmp_path / "runs"
     run = _leaf("train", "--iteration", "1", "--config", str(config_path),
@@ -78,14 +78,13 @@ def _iterate_then_fix(config_path: Path, tmp_path: Path) -> dict:
     # all of its groups had no signal. Learning itself is shown by tests/training/rl/test_learning_run.py.
     for m in metrics:
         assert m.get("tokens", 0) > 0 or m["zero_variance_groups"] == m["groups"], m
-    # Neither policy solves a real task and every reply runs to the token cap, so no episode differs from
-    # another and RL has no signal: measured, 4 of 4 steps without an update on both. A real update in the
-    # smoke iteration is NOT shown here (see /work/coord/issue-15.md); learning is test_learning_run.py's.
     best = Path(state["done"]["select"]["best"])
     assert json.loads((best / "leaf_source.json").read_text())["gguf"].endswith(".gguf")
     export = state["done"]["export"]
     gguf = Path(export["gguf"])
     assert gguf.is_file() and gguf.parent == folder / "export" and export["kl_quantized"] < 1.0
+    if real_update:
+        _assert_real_update(state, metrics, best, gguf, tmp_path)
     summary = (folder / "summary.md").read_text()
     for heading in ("Solve rate on the held-out tasks", "Task funnel", "RL curves", "Export"):
         assert heading in summary
@@ -108,3 +107,35 @@ def _iterate_then_fix(config_path: Path, tmp_path: Path) -> dict:
     result = json.loads(fix.stdout)
     assert result["turns"] >= 1 and result["exit_reason"] and Path(result["trajectory"]).is_file()
     return export
+
+
+def _assert_real_update(state: dict, metrics: list[dict], best: Path, gguf: Path, tmp_path: Path) -> None:
+    """SmolLM2 (per-turn cap 700, which it ends before): the length penalty orders equal-outcome episodes, so
+    some step before the selected checkpoint updated the weights, and the exported GGUF's tensors differ from
+    those of the base model exported the same way. The random-weight Qwen3.5 runs every reply to its cap, so
+    its episodes never differ and it is not held to this (see training/README.md)."""
+    import gguf as gguf_lib
+    import torch
+    from safetensors.torch import load_file
+
+    from leaf_train.export import export
+
+    step = state["done"]["select"]["step"]
+    updates = [m for m in metrics if m["step"] < step and m.get("grad_norm", 0.0) > 0.0 and m.get("tokens", 0) > 0]
+    assert updates, f"no step before the selected one (step {step}) updated the weights: {metrics}"
+    base_hf = Path(state["done"]["policy"]["hf_path"])
+    base, trained = load_file(base_hf / "model.safetensors"), load_file(best / "model.safetensors")
+    common = sorted(set(base) & set(trained))
+    assert common, "the base and the trained checkpoint share no tensor name"
+    change = sum(float((trained[k].double() - base[k].double()).pow(2).sum()) for k in common) ** 0.5
+    assert change > 0.0, "the selected checkpoint's weights equal the base model's"
+    # the base exported the same way (write-back into the same GGUF, same quantization)
+    source = Path(state["done"]["policy"]["base_gguf"])
+    reference = Path(export(base_hf, source, tmp_path / "base-export", state["done"]["export"]["quant"]).gguf)
+    ours = {t.name: t for t in gguf_lib.GGUFReader(gguf).tensors}
+    theirs = {t.name: t for t in gguf_lib.GGUFReader(reference).tensors}
+    assert set(ours) == set(theirs)
+    differ = [n for n in ours if bytes(ours[n].data.tobytes()) != bytes(theirs[n].data.tobytes())]
+    assert differ, "the exported GGUF's tensor data equal the base model's export"
+    print(f"real updates before step {step}: {len(updates)} of {len(metrics)} steps; parameter change "
+          f"L2 {change:.3e} over {len(common)} tensors; GGUF tensors differing {len(differ)} of {len(ours)}")
