@@ -44,7 +44,8 @@ def test_one_smoke_file_configures_the_rl_stage_and_the_iteration() -> None:
     assert synth.policy == "llama:/m.gguf" and synth.band == (0.0, 1.0)
     assert synth.target == cfg.train_tasks + cfg.validation.tasks
     # calibration runs the policy under the RL rollout's budget
-    assert (synth.agent_max_turns, synth.agent_max_tokens, synth.agent_max_context) == (2, 256, 1536)
+    assert rl.rollout.max_tokens == 700  # long enough that SmolLM2 ends some replies itself (cpu-smoke.yaml)
+    assert (synth.agent_max_turns, synth.agent_max_tokens, synth.agent_max_context) == (2, 700, 1536)
     # from iteration 2 on the model is the previous best checkpoint, not the GGUF
     later = rl_config(cfg, policy)
     assert later.model.path == "/m" and later.model.gguf_file is None
