@@ -90,7 +90,8 @@ def run_captured(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout
                     time.monotonic() - started)
 
 
-def _pump(pid: int | None, selector: selectors.BaseSelector, streams: dict[int, _Stream], deadline: float) -> bool:
+def _pump(pid: int | None, selector: selectors.BaseSelector, streams: dict[int, _Stream] | dict[int, Decoded],
+          deadline: float) -> bool:
     """Read both pipes until they close, `deadline` passes (returns True), or `pid` has exited and EXIT_GRACE
     has passed with its children still holding the pipes (returns False)."""
     exited_at: float | None = None
@@ -222,7 +223,7 @@ def run_command(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout:
         selector.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     try:
-        timed_out = _read_until(selector, pipes, deadline) or _wait(proc, deadline)
+        timed_out = _pump(None, selector, pipes, deadline) or _wait(proc, deadline)
         if timed_out:
             proc.kill()
     except BaseException:
@@ -236,18 +237,3 @@ def run_command(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout:
     out.feed(b"", final=True)
     err.feed(b"", final=True)
     return Ran(None if timed_out else proc.returncode, out, err)
-
-
-def _read_until(selector: selectors.BaseSelector, pipes: dict[int, Decoded], deadline: float) -> bool:
-    """Read both pipes until they close (False) or `deadline` passes (True)."""
-    while selector.get_map():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return True
-        for key, _ in selector.select(left):
-            data = os.read(key.fd, READ_BYTES)
-            if data:
-                pipes[key.fd].feed(data)
-            else:
-                selector.unregister(key.fd)
-    return False
