@@ -55,6 +55,17 @@ class Captured:
     seconds: float
 
 
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str] | None) -> tuple[subprocess.Popen[bytes], selectors.BaseSelector]:
+    """Start `argv` in a session of its own, stdin closed, and a selector watching both of its pipes."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    for pipe in (proc.stdout, proc.stderr):
+        selector.register(pipe.fileno(), selectors.EVENT_READ)
+    return proc, selector
+
+
 def run_captured(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout: float, cap: int) -> Captured:
     """Run `argv` in `cwd` for at most `timeout` seconds; its whole process group is killed when it ends.
 
@@ -63,14 +74,9 @@ def run_captured(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout
     abandoned after DRAIN_GRACE rather than waited on.
     """
     started = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    assert proc.stdout is not None and proc.stderr is not None
+    proc, selector = _spawn(argv, cwd, env)
     out, err = _Stream(cap), _Stream(cap)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    selector = selectors.DefaultSelector()
-    for fd in streams:
-        selector.register(fd, selectors.EVENT_READ)
     timed_out = True
     try:
         timed_out = _pump(proc.pid, selector, streams, started + timeout)
@@ -212,15 +218,10 @@ def run_command(argv: list[str], cwd: Path, env: dict[str, str] | None, timeout:
     (its session goes to `register`, and the episode's end kills it). On timeout only the command itself is
     killed, as there; on Ctrl-C or any other exception, its whole group, before the exception goes on.
     """
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc, selector = _spawn(argv, cwd, env)
     register(proc.pid)
-    assert proc.stdout is not None and proc.stderr is not None
     out, err = Decoded(cap), Decoded(cap)
     pipes = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    selector = selectors.DefaultSelector()
-    for fd in pipes:
-        selector.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     try:
         timed_out = _pump(None, selector, pipes, deadline) or _wait(proc, deadline)
