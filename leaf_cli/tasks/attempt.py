@@ -21,7 +21,7 @@ from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox
 from leaf_cli.tasks.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.task import Task
 from leaf_cli.tools import Workspace
-from leaf_cli.tools.host import ToolHost, host_argv, host_env
+from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 
 
 class AttemptWorkspace(BaseModel):
@@ -95,7 +95,8 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     # The sandbox is the boundary (as FrogNano's container was): the tools take any path, and the file tools
     # run in the same sandbox as Bash (tools/host.py), so a path outside the tree is the sandbox's. Every Bash
     # call and the file tools see the attempt's one /tmp, as in that container.
-    host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
+    host_box = {**box, "readonly": [*box["readonly"], leaf_root()]}  # the host imports leaf itself
+    host = ToolHost(sandbox.wrap(host_argv(ws.root), **host_box), env=host_env(str(ws.home)), cwd=ws.root)
     if not isinstance(sandbox, BwrapSandbox) or ws.tmp is None:
         return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False,
                          file_host=host)

@@ -51,6 +51,12 @@ class HostFailure(Exception):
         self.kind = kind
 
 
+def leaf_root() -> Path:
+    """The folder leaf's own package is imported from: the host must see it inside the sandbox (a checkout
+    under /tmp, as an editable install in a CI clone is, is hidden there by the sandbox's private /tmp)."""
+    return Path(leaf_cli.__file__).resolve().parent.parent
+
+
 def host_argv(root: Path) -> list[str]:
     """The command that serves the file tools for `root`. `-P` keeps the work tree off `sys.path` (a task
     repository named `pydantic` must not replace leaf's), `-s` keeps the user's site packages out."""
@@ -60,7 +66,7 @@ def host_argv(root: Path) -> list[str]:
 def host_env(home: str | None = None) -> dict[str, str]:
     """The host's environment: leaf's own package first on the path, nothing of the task's (its PYTHONPATH
     would import the task's modules in place of leaf's). `HOME` is the one Bash sees, for `~` paths."""
-    env = {"PYTHONPATH": str(Path(leaf_cli.__file__).resolve().parent.parent), "LANG": "C.UTF-8",
+    env = {"PYTHONPATH": str(leaf_root()), "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     if home:
         env["HOME"] = home

@@ -14,6 +14,7 @@ from leaf_cli.llm.replay import ReplayEngine
 from leaf_cli.tasks import get_env, make_attempt_workspace, make_sandbox
 from leaf_cli.tasks.attempt import agent_workspace, run_attempt
 from leaf_cli.tools import host as host_module
+from leaf_cli.tools.host import leaf_root
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 LEAF_FILE = Path(host_module.__file__).resolve().parent / "texts.py"
@@ -66,7 +67,9 @@ def test_agent_workspace_is_unconfined_with_its_file_tools_in_the_sandbox(toolz_
     box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent], tmp=ws.tmp)
     try:
         assert not tools_ws.confined and tools_ws.file_host is not None
-        assert tools_ws.file_host.argv[:len(box)] == box  # the file tools: the attempt's bwrap binds
+        host_box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home],
+                                readonly=[env.path.parent, leaf_root()], tmp=ws.tmp)
+        assert tools_ws.file_host.argv[:len(host_box)] == host_box  # the attempt's binds, plus leaf itself
         # Bash: the client of the episode's one bwrap, which runs the command server under the same binds
         assert tools_ws.bash_prefix[-2:] == [str(ws.tmp / ".leaf" / "sock"), "--"]
         holders = [argv for argv in _cmdlines() if argv[:len(box)] == box and "serve" in argv[len(box):]]

@@ -16,7 +16,7 @@ from leaf_cli.llm.messages import ToolCall
 from leaf_cli.tasks.sandbox import BwrapSandbox
 from leaf_cli.tools import Workspace, run_tool_call
 from leaf_cli.tools import host as host_module
-from leaf_cli.tools.host import ToolHost, host_argv, host_env
+from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 LEAF_FILE = Path(host_module.__file__).resolve().parent / "texts.py"
@@ -103,7 +103,7 @@ def test_bwrap_host_reads_outside_and_never_writes_the_host(tmp_path: Path) -> N
               ("Write", {"file_path": "inside.txt", "content": "lands\n"}),
               ("Edit", {"file_path": "/etc/hostname", "old_string": Path("/etc/hostname").read_text()[:2] or "x", "new_string": "zz"})]
     box = BwrapSandbox()
-    wrap = lambda argv: box.wrap(argv, cwd=root, writable=[root, home])  # noqa: E731 - the attempt's binds
+    wrap = lambda argv: box.wrap(argv, cwd=root, writable=[root, home], readonly=[leaf_root()])  # noqa: E731 - the attempt's binds
     try:
         got, _ = _hosted(root, reads + writes, wrap)
     finally:
