@@ -10,10 +10,14 @@ As the servers parse it (vLLM's `qwen3_coder`, SGLang's detector, llama.cpp's Qw
   at the first `<tool_call>` followed by `<function` (Qwen3.5 models may call without closing `</think>`; vLLM's
   Qwen3 reasoning parser, SGLang's Qwen3 detector and llama.cpp's Qwen3.5 parser all read it so); without
   one it is all reasoning (a reply cut while thinking).
-- An XML call is read in order: `<function=NAME>`, then each `<parameter=K>` whose value runs to its own
-  `</parameter>`, so a value may hold `<tool_call>`, `<parameter=` or `<function=` (a file being written).
+  With no reasoning opened, a `</think>` after call markup is text inside a call's value, not a close.
+- An XML call is read in order: `<function=NAME>`, then each `<parameter=K>` whose value runs to its
+  structural `</parameter>` (xmlbody.py: vLLM's schema-aware rule, which needs the tool's parameter names),
+  so a value may hold `<tool_call>`, `<parameter=…>`, `</parameter>` or `</function>` text (a file being
+  written); a missing `</parameter>` ends at the next parameter of the schema.
 - A function tag without its `>` and a name that is not a plain identifier (an unrendered template such as
-  `{{ name }}`) are not calls. Values are typed by the tool's schema as `qwen3_coder` types them (repair.py).
+  `{{ name }}`) are not calls. Values are typed by the tool's schema as `qwen3_coder` types them, numbers
+  kept exact (repair.py). A call whose object parameter holds no object is refused (its error says which).
 A reply with call markup that gives no call gets a `parse_error`, which the loop can answer with a
 format-error message; plain text (a code block that mentions `"arguments":` included) is a final answer.
 """
@@ -27,7 +31,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from leaf_cli.llm.messages import ToolCall
-from leaf_cli.llm.repair import coerce_value, loads_lenient
+from leaf_cli.llm.repair import as_object, coerce_value, loads_lenient
+from leaf_cli.llm.xmlbody import read_body
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -35,8 +40,8 @@ _FENCE = re.compile(r"```(?:json|tool|tool_call|tool_code)?[ \t]*\n(.*?)(?:```|\
 _CALL_LOOKING = re.compile(r"<tool_call|<function=|</tool_call>")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 _FUNCTION_TAG = re.compile(r"<function=([^>\n]*)>")
-_PARAMETER_TAG = re.compile(r"\s*<parameter=([^>\n]*)>")
 _IMPLICIT_END = re.compile(r"<tool_call>\s*<function[\s=]")
+_CALL_START = re.compile(r"<tool_call>|<function=")
 
 
 class ParsedReply(BaseModel):
@@ -67,8 +72,8 @@ def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, 
     close = text.find(THINK_CLOSE)
     if start != -1 and (close == -1 or start < close) and not text[:start].strip():
         body_start = start + len(THINK_OPEN)
-    elif in_reasoning or (close != -1 and (start == -1 or close < start)):
-        body_start = 0
+    elif in_reasoning or (close != -1 and (start == -1 or close < start) and not _CALL_START.search(text, 0, close)):
+        body_start = 0  # a `</think>` after call markup, with no reasoning opened, is inside the call's values
     else:
         return None, text
     close = text.find(THINK_CLOSE, body_start)
@@ -82,22 +87,48 @@ def split_reasoning(text: str, in_reasoning: bool = False) -> tuple[str | None, 
 
 def _extract_calls(text: str, tools: list[dict[str, Any]]) -> tuple[list[ToolCall], list[str], str]:
     """Calls, the errors of call-looking pieces that failed, and the text outside the calls."""
+    calls, errors, content = _find_calls(text, tools)
+    kept, refused = _objects_checked(calls, tools)
+    return _with_ids(kept), errors + refused, content
+
+
+def _find_calls(text: str, tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str], str]:
     first = min((i for i in (text.find(CALL_OPEN), text.find("<function=")) if i != -1), default=-1)
     if first != -1:
         calls, errors, outside = _scan(text[first:], tools)
         before = text[:first].strip()
         tail = outside.strip()
         content = f"{before}\n\n{tail}".strip() if tail and not _CALL_LOOKING.search(tail) else before
-        return _with_ids(calls), errors, content
+        return calls, errors, content
     fences = list(_FENCE.finditer(text))
     for fence in fences:
         calls = _json_calls(fence.group(1))
         if calls:
-            return _with_ids(calls), [], text[:fence.start()].strip()
+            return calls, [], text[:fence.start()].strip()
     bare = _json_calls(text.strip()) if text.strip().startswith(("{", "[")) else []
     if bare:
-        return _with_ids(bare), [], ""
+        return bare, [], ""
     return [], [], text.strip()
+
+
+def _objects_checked(calls: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The calls whose every object parameter holds an object (a JSON or Python text of one decoded), and an
+    error for each other call: a tool that wants an object never gets a string (vLLM would pass it on)."""
+    kept: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for call in calls:
+        schema = _properties(call["name"], tools)
+        args: dict[str, Any] = {}
+        problems = []
+        for key, value in call["arguments"].items():
+            args[key], problem = as_object(value, schema.get(key))
+            if problem is not None:
+                problems.append(f"parameter {key!r} {problem}")
+        if problems:
+            errors.append(f"the call of {call['name']} is not valid: {'; '.join(problems)}")
+        else:
+            kept.append({"name": call["name"], "arguments": args})
+    return kept, errors
 
 
 def _scan(text: str, tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str], str]:
@@ -144,24 +175,9 @@ def _xml_call(text: str, start: int, tools: list[dict[str, Any]]) -> tuple[dict[
     if not _NAME.fullmatch(name):
         return None, tag.end(), f"{name!r} is not a tool name"
     schema = _properties(name, tools)
-    args: dict[str, Any] = {}
-    pos = tag.end()
-    while (param := _PARAMETER_TAG.match(text, pos)) is not None:
-        key = param.group(1).strip()
-        close = text.find("</parameter>", param.end())
-        if close == -1:  # no closing tag: the value runs to the next tag, as vLLM reads it
-            ends = [i for i in (text.find("<parameter=", param.end()), text.find("</function>", param.end()),
-                                text.find(CALL_CLOSE, param.end())) if i != -1]
-            close = min(ends, default=len(text))
-            pos = close
-        else:
-            pos = close + len("</parameter>")
-        args[key] = coerce_value(_strip_one_newline(text[param.end():close]), schema.get(key))
-    rest = text[pos:]
-    stripped = rest.lstrip()
-    if stripped.startswith("</function>"):
-        pos += len(rest) - len(stripped) + len("</function>")
-    return {"name": name, "arguments": args}, pos, ""
+    pairs, end = read_body(text, tag.end(), _names(schema))
+    args = {key: coerce_value(_strip_one_newline(raw), schema.get(key)) for key, raw in pairs}
+    return {"name": name, "arguments": args}, end, ""
 
 
 def _json_block(text: str, start: int) -> tuple[dict[str, Any] | None, int, str]:
@@ -201,6 +217,14 @@ def _json_calls(text: str) -> list[dict[str, Any]]:
             return []
         out.append({"name": name.strip(), "arguments": args})
     return out
+
+
+def _names(schema: dict[str, Any]) -> frozenset[str] | None:
+    """The parameter names a call of this tool may give (None: unknown, any name). FrogNano's harness read
+    `path` for `file_path` (args.py), so a model trained there writes it: it counts as a name of such a tool."""
+    if not schema:
+        return None
+    return frozenset(schema) | ({"path"} if "file_path" in schema else set())
 
 
 def _properties(name: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
