@@ -16,6 +16,7 @@ from leaf_cli.tools.base import Tool
 from leaf_cli.tools.textfile import TextFile, atomic_write, convert_newlines, load_target, os_error
 from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
+from leaf_cli.tools.output import observed
 
 
 class EditArgs(LeafArgs):
@@ -68,4 +69,4 @@ def _ending(matched: str, file: TextFile) -> str | None:
     return file.newline
 
 
-EDIT = Tool(name="Edit", description="Replace an exact string in a text file.", args=EditArgs, run=run_edit)
+EDIT = Tool(name="Edit", description="Replace an exact string in a text file.", args=EditArgs, run=observed(run_edit))

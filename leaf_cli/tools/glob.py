@@ -10,7 +10,9 @@ Most patterns take a fast walk that gives the same answer: `os.scandir` with pru
 in the workspace for the episode and reused while a stat says the folder is unchanged (listing.py). A
 pattern that spells a dot name or `..`, has two `**`, reaches outside the workdir, or meets a symlink on
 the way is answered by `glob` itself. A confined workspace (`leaf fix`) always takes the walk, which stays
-inside: a pattern that starts outside is refused, `.git` and symlinked folders are not entered.
+inside: a pattern that starts outside is refused and symlinked folders are not entered. `.git` is treated as
+the harness's glob treats it, confined or not: a dot name, so `.git/*` and `.git/**/HEAD` list its files while
+`**/*` never enters it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic import Field
 
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool, ToolFailure
-from leaf_cli.tools.output import GLOB_LIMIT
+from leaf_cli.tools.output import GLOB_LIMIT, observed
 from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
 
@@ -123,7 +125,7 @@ def _inside(real: str, workspace: Workspace) -> bool:
 
 def _fast(literal: list[str], rest: list[str], workspace: Workspace) -> tuple[list[str], int]:
     """The walk's answer. Unconfined, only when it is sure to be glob's (else _Fallback). Confined, always:
-    it never enters `.git` or a symlinked folder, and lists a symlinked file only when it points inside."""
+    it never enters a symlinked folder, and lists a symlinked file only when it points inside."""
     start_text = os.path.join("/", *literal)
     if workspace.confined:
         start_text = str(workspace.resolve(start_text))
@@ -131,8 +133,6 @@ def _fast(literal: list[str], rest: list[str], workspace: Workspace) -> tuple[li
           or not _inside(start_text, workspace) or os.path.realpath(start_text) != start_text):
         raise _Fallback  # glob's own answer: dot names, `..`, a file reached twice, outside, a symlinked start
     start = Path(start_text)
-    if workspace.confined and ".git" in start.relative_to(workspace.root).parts:
-        return [], 0
     if not rest:  # no wildcard: the pattern names one file
         return ([workspace.shown(start)], 1) if start.is_file() else ([], 0)
     if not start.is_dir():
@@ -313,4 +313,4 @@ def _first_in_order(hits: dict[str, list[str]], subdirs: dict[str, list[str]], b
     return found
 
 
-GLOB = Tool(name="Glob", description="Find files by glob pattern.", args=GlobArgs, run=run_glob)
+GLOB = Tool(name="Glob", description="Find files by glob pattern.", args=GlobArgs, run=observed(run_glob))

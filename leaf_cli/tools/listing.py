@@ -22,7 +22,8 @@ RACY_NS = 2_000_000_000
 
 @dataclass
 class Listing:
-    """One folder's entries, `.git` left out (it is never listed or entered)."""
+    """One folder's entries. `.git` is a dot name like any other: listed or entered only for a pattern that
+    spells a leading dot, as Python's glob in FrogNano's harness."""
 
     key: tuple[int, int, int, int]  # st_dev, st_ino, st_mtime_ns, st_ctime_ns when it was read
     trusted: bool
@@ -77,15 +78,10 @@ def _read(folder: str, key: tuple[int, int, int, int], trusted: bool) -> Listing
         for entry in entries:
             name = entry.name
             if entry.is_file(follow_symlinks=False):  # most entries are files: test that first
-                if name[0] != ".":
-                    files.append(name)
-                elif name != ".git":  # a `.git` file (a submodule's pointer) is as private as the folder
-                    hidden.append(name)
+                (files if name[0] != "." else hidden).append(name)
             elif entry.is_dir(follow_symlinks=False):
-                if name != ".git":
-                    dirs.append(name)
+                dirs.append(name)
             elif entry.is_symlink():
-                if name != ".git":
-                    links.append(name)
+                links.append(name)
             # sockets, pipes and devices are never listed
     return Listing(key, trusted, dirs, files, hidden, links)

@@ -1,6 +1,11 @@
-"""Observation size limits, and cutting text to them while it streams instead of after buffering it."""
+"""Observation size limits, cutting text to them while it streams instead of after buffering it, and
+names that are not UTF-8 shown as the model saw them in training."""
 
 from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable
 
 READ_CHARS = 20_000
 """Read's whole observation is cut here (the harness's LEAF_TOOL_OUTPUT_CHARS)."""
@@ -60,3 +65,49 @@ class HeadBuffer:
         if len(self._parts) > 1:
             self._parts = ["".join(self._parts)]
         return self._parts[0] if self._parts else ""
+
+
+_OTHER_SURROGATES = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+"""Lone surrogates that are not Python's names for undecodable bytes (those are U+DC80 to U+DCFF)."""
+
+
+def as_shown(text: str) -> str:
+    """`text` as FrogNano's harness's output reached the model. Python names a byte of a file name that is not
+    UTF-8 by a lone surrogate (U+DC80 to U+DCFF); the harness's runner printed it as that byte and the runtime
+    decoded its output with replacement, so each invalid sequence became U+FFFD (and escaped bytes that form
+    valid UTF-8 became those characters). Any other lone surrogate is one U+FFFD. A text the harness wrote
+    through `repr` (an OS error's file name) holds `\\udcff` as six ASCII characters, and keeps them."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    text = _OTHER_SURROGATES.sub("\ufffd", text)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def observed(run: Callable[[Any, Any], str]) -> Callable[[Any, Any], str]:
+    """A file tool's run function whose text, and the message of any failure it raises, are `as_shown`."""
+
+    @functools.wraps(run)
+    def shown_run(args: Any, workspace: Any) -> str:
+        try:
+            return as_shown(run(args, workspace))
+        except Exception as exc:
+            message = str(exc)
+            shown = as_shown(message)
+            if shown == message:
+                raise
+            raise _with_message(exc, shown) from exc
+
+    return shown_run
+
+
+def _with_message(exc: Exception, message: str) -> Exception:
+    """A failure observed as `exc` would be (registry.py), with `message` instead of its own."""
+    from leaf_cli.tools.base import ToolFailure
+    from leaf_cli.tools.workspace import OutsideWorkspaceError
+
+    if isinstance(exc, OutsideWorkspaceError):
+        return OutsideWorkspaceError(message)
+    return ToolFailure(getattr(exc, "kind", type(exc).__name__), message)

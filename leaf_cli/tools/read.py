@@ -19,7 +19,7 @@ from pydantic import Field
 
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
-from leaf_cli.tools.output import READ_CHARS, HeadBuffer, truncate, truncation_marker
+from leaf_cli.tools.output import READ_CHARS, HeadBuffer, observed, truncate, truncation_marker
 from leaf_cli.tools.textfile import open_regular
 from leaf_cli.tools.workspace import Workspace
 
@@ -159,4 +159,4 @@ def _pieces(fd: int) -> Iterator[tuple[str, bool]]:
             return
 
 
-READ = Tool(name="Read", description="Read a text file. Returns numbered lines.", args=ReadArgs, run=run_read)
+READ = Tool(name="Read", description="Read a text file. Returns numbered lines.", args=ReadArgs, run=observed(run_read))

@@ -18,6 +18,7 @@ from leaf_cli.tools.base import Tool
 from leaf_cli.tools.textfile import BinaryFileError, TextFile, atomic_write, decode, os_error
 from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
+from leaf_cli.tools.output import observed
 
 
 class WriteArgs(LeafArgs):
@@ -61,5 +62,5 @@ WRITE = Tool(
     name="Write",
     description="Write a complete file, creating parent directories when needed.",
     args=WriteArgs,
-    run=run_write,
+    run=observed(run_write),
 )

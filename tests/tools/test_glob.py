@@ -36,22 +36,32 @@ def test_recursive_sorted_files_only(call, ws: Workspace) -> None:
     assert call("Glob", pattern="pkg/*/") == "pkg/__init__.py\npkg/core.py\npkg/data.json"  # pathlib drops the `/`
 
 
-def test_hidden_names_need_a_spelled_dot_and_git_is_not_listed_when_confined(call, ws: Workspace) -> None:
+def test_hidden_names_need_a_spelled_dot_and_git_is_a_dot_name_confined_or_not(call, ws: Workspace) -> None:
+    """As FrogNano's glob: `.git` is hidden from broad patterns only because it is a dot name, and a pattern
+    that spells it lists its files (leaf said "No files matched." when confined, unlike the harness)."""
     _touch(ws.root, "a.py", ".hidden.py", ".github/workflows/ci.yml", ".venv/lib/x.py", ".git/config", ".git/hooks/h.py",
-           "sub/.git", "sub/b.py")
+           ".git/refs/heads/HEAD", "sub/.git", "sub/b.py")
+    (ws.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     assert call("Glob", pattern="**/*.py") == "a.py\nsub/b.py"
     assert call("Glob", pattern="**/*") == "a.py\nsub/b.py"
     assert call("Glob", pattern=".*.py") == ".hidden.py"
     assert call("Glob", pattern=".github/**/*.yml") == ".github/workflows/ci.yml"
-    assert call("Glob", pattern="**/.*") == ".hidden.py"
-    assert call("Glob", pattern=".git/*") == "No files matched."
-    assert call("Glob", pattern=".git/config") == "No files matched."
-    assert call("Glob", pattern="**/*", path=".git") == "No files matched."
-    # Unconfined (eval, RL), as FrogNano's glob: a spelled `.git` is listed, and so is a `.git` file.
+    assert call("Glob", pattern="**/HEAD") == "No files matched."  # `**` never enters a dot folder
     free = Workspace(ws.root, confined=False)
-    assert ws_glob(free, "**/.*") == [".hidden.py", "sub/.git"]
-    assert ws_glob(free, ".git/*") == [".git/config"]
-    assert ws_glob(free, "**/*", path=".git") == [".git/config", ".git/hooks/h.py"]
+    for pattern, path, listed in [("**/.*", None, [".hidden.py", "sub/.git"]),
+                                  (".git/*", None, [".git/HEAD", ".git/config"]),
+                                  (".git/config", None, [".git/config"]),
+                                  (".git/**/HEAD", None, [".git/HEAD", ".git/refs/heads/HEAD"]),
+                                  ("**/*", ".git", [".git/HEAD", ".git/config", ".git/hooks/h.py", ".git/refs/heads/HEAD"])]:
+        assert pyglob_listing(ws.root, pattern, path) == listed  # what the harness's own glob gives
+        assert call("Glob", pattern=pattern, **({"path": path} if path else {})) == "\n".join(listed)  # confined
+        assert ws_glob(free, pattern, path=path) == listed  # unconfined (eval, RL)
+
+
+def pyglob_listing(root: Path, pattern: str, path: str | None) -> list[str]:
+    """FrogNano's `_glob`, run here: Python's glob under the folder, files only, relative and sorted."""
+    base = root / (path or ".")
+    return sorted(os.path.relpath(m, root) for m in pyglob.glob(str(base / pattern), recursive=True) if os.path.isfile(m))
 
 
 def test_cap_at_1000_then_count(call, ws: Workspace) -> None:
