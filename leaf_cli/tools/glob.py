@@ -12,7 +12,7 @@ pattern that spells a dot name or `..`, has two `**`, reaches outside the workdi
 the way is answered by `glob` itself. A confined workspace (`leaf fix`) always takes the walk, which stays
 inside: a pattern that starts outside is refused and symlinked folders are not entered. `.git` is treated as
 the harness's glob treats it, confined or not: a dot name, so `.git/*` and `.git/**/HEAD` list its files while
-`**/*` never enters it.
+`**/*` never enters it. A name that is not UTF-8 shows its bad bytes as U+FFFD (`output.observed`), as there.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ U+FEFF at the start of line 1), split by `str.splitlines` (so form feeds and U+2
 lines from `offset` (1-based; below 1 means 1) on, `limit` of them (0 or less: all), the whole cut at
 20,000 chars with `\\n[truncated K chars]`. An offset past the end shows the header line alone. A missing
 file or a folder gives the OS error. Files up to 1 MB are decoded in one go; larger ones stream, so memory
-stays flat and a `limit` never reads past the lines it shows.
+stays flat and a `limit` never reads past the lines it shows. A file name that is not UTF-8 shows its bad
+bytes as U+FFFD in the header and in leaf's own errors (`output.observed`), as the harness's printed output did.
 """
 
 from __future__ import annotations

@@ -4,6 +4,23 @@ Line for line these are the texts of `frognano/harness/leaf/tool_runner.py` (the
 environment); tests/tools/frognano_observations.json holds what that harness returned for 202 calls. The
 system prompt and the format-error message are in leaf_cli/agent/prompt.py; the truncation marker is
 `output.truncation_marker`. Anything else a tool shows is an OS or Python error, as `ExceptionType: message`.
+
+Where leaf's observations differ from the harness's, on purpose (each with its test):
+- Where the harness crashed, hung or lost data, leaf says what happened in the harness's `Type: message` form:
+  a binary file the text tools leave alone (BINARY_FILE; the harness rewrote it with U+FFFD), a pipe or
+  device (NOT_REGULAR; the harness blocked on it), a symlink loop under `**` (`OSError: [Errno 40] …`; the
+  harness's glob hung), an infinite Bash timeout (the harness's pod call crashed), a Write without `content`
+  (`content is required`; the harness emptied the file), a file tool's sandbox process that timed out or
+  died (HOST_TIMEOUT, HOST_ENDED). Edit keeps a latin-1 file latin-1 (the harness wrote U+FFFD into it).
+- A confined workspace (`leaf fix`, `leaf chat`) refuses a path outside the work tree (OUTSIDE,
+  DOTDOT_AFTER_WILDCARD) and its Glob does not enter symlinked folders; the harness's container was its
+  only boundary.
+- Not differences any more: Glob on a spelled `.git` lists its files as the harness's glob did, confined too
+  (broad patterns skip it as a dot name, as there); a name that is not UTF-8 shows as U+FFFD, as the harness's
+  printed output reached the model (`output.as_shown`), while an OS error's name stays `\\udcff`-escaped, as
+  `repr` wrote it there; Bash output that is not UTF-8 is the harness's `UnicodeDecodeError: …`.
+- Not an observation but the reply parser's (llm/parse.py): a call whose `object` parameter holds no object is
+  a format error, where the servers pass the text on to the tool.
 """
 
 from __future__ import annotations
