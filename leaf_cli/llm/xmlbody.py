@@ -17,7 +17,7 @@ import re
 
 PARAM_OPEN, PARAM_CLOSE = "<parameter=", "</parameter>"
 FUNCTION_CLOSE, CALL_OPEN, CALL_CLOSE = "</function>", "<tool_call>", "</tool_call>"
-_LINE_OPEN = re.compile(r"(?<=\n)<parameter=")
+_LINE_OPEN = "\n" + PARAM_OPEN
 _NAME_END = re.compile(r"[>\n]")
 
 
@@ -86,9 +86,11 @@ def _next_line_param(text: str, value_start: int, pos: int, names: frozenset[str
     """The next `<parameter=` at or after `pos` that starts a line (or the value), named in `names` when given."""
     if pos == value_start and text.startswith(PARAM_OPEN, pos) and _known(text, pos, names):
         return pos
-    for found in _LINE_OPEN.finditer(text, pos):
-        if _known(text, found.start(), names):
-            return found.start()
+    at = max(pos, 1) - 1
+    while (at := text.find(_LINE_OPEN, at)) != -1:  # str.find: far faster than a regex with a lookbehind
+        if _known(text, at + 1, names):
+            return at + 1
+        at += 1
     return -1
 
 
