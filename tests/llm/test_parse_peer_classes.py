@@ -346,3 +346,22 @@ def test_a_value_with_many_literal_closes_is_read_in_one_pass() -> None:
     content = "\n".join(f"line {i}\n</parameter>\n" for i in range(3000))
     assert only_args(xml_call("Write", file_path="big.txt", content=content), tool_schemas()) == {
         "file_path": "big.txt", "content": content}
+
+
+def test_a_malformed_call_is_dropped_and_the_next_one_kept() -> None:
+    """vllm-shared::test_none_tool_calls_filtered: a `<function=` without its `>` gives no call (and leaf's
+    parse error), the well-formed call after it is read, values in the no-newline layout."""
+    text = ("<tool_call>\n<function=bad_func_no_gt\n</function>\n</tool_call>\n<tool_call>\n<function=get_current_weather>\n"
+            "<parameter=city>Dallas</parameter>\n<parameter=state>TX</parameter>\n</function>\n</tool_call>")
+    reply = parse_reply(text, [WEATHER])
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_current_weather", {"city": "Dallas", "state": "TX"})]
+    assert reply.parse_error is not None
+
+
+def test_the_json_fallback_keeps_numbers_exact() -> None:
+    """The numbers class through the Hermes JSON fallback, strict and repaired (single quotes, trailing comma):
+    Python's json keeps an integer's every digit, and the repair must not lose them either."""
+    for text in ('<tool_call>\n{"name": "lookup", "arguments": {"value": 18446744073709551615}}\n</tool_call>',
+                 "<tool_call>\n{'name': 'lookup', 'arguments': {'value': 18446744073709551615,}}\n</tool_call>",
+                 '```json\n{"name": "lookup", "arguments": {"value": 18446744073709551615}}\n```'):
+        assert same(only_args(text, [fn("lookup", value=NUMBER)]), {"value": 18446744073709551615})
