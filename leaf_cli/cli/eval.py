@@ -80,6 +80,11 @@ def run(
     resume: ResumeOpt = False,
     sandbox: SandboxOpt = None,
     max_turns: Annotated[Optional[int], typer.Option(help="Most assistant turns per attempt (default 100, or the preset's).", metavar="N")] = None,
+    max_time: Annotated[Optional[float], typer.Option(
+        min=1, help="Wall-clock seconds per attempt's agent episode (default 3000, or the preset's); a task's own "
+                    "timeouts.agent_s caps it.", metavar="N")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(
+        min=1, help="Most tokens one reply may generate (default 8192, or the preset's).", metavar="N")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).", metavar="TEXT")] = None,
     p2p_skip_ok: P2PSkipOpt = False,
     run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).", metavar="TEXT")] = "",
@@ -98,6 +103,7 @@ def run(
     """
     from leaf_cli.agent import Limits
     from leaf_cli.agent.harness import get_harness
+    from leaf_cli.llm.engine import Sampling
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_eval
     from leaf_cli.tasks.image import check_image_tasks
     from leaf_cli.tasks.presets import get_preset
@@ -107,17 +113,22 @@ def run(
     chosen = get_preset(preset) if preset else None
     profile = get_harness(harness or (chosen.harness if chosen else None))
     attempts = attempts or (chosen.attempts if chosen else 1)
-    update = {"max_turns": max_turns} if max_turns is not None else {}
+    update: dict = {"max_turns": max_turns} if max_turns is not None else {}
+    if max_time is not None:
+        update["max_seconds"] = max_time
     if safeguards:
         update.update(Limits.with_safeguards().model_dump(include={"max_format_errors", "format_error_message",
                                                                    "max_repeats"}))
     limits = (chosen.limits if chosen else Limits()).model_copy(update=update)
     sandbox_name = _sandbox_name(sandbox, chosen.sandbox if chosen else None, task_file.tasks)
     check_image_tasks(task_file.tasks, sandbox_name or "")  # no Docker: one line, before anything runs
+    sampling = chosen.sampling if chosen else None
+    if max_tokens is not None:
+        sampling = (sampling or Sampling()).model_copy(update={"max_tokens": max_tokens})
     factory = _engine_factory(model, base_url)
     config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=model, base_dir=task_file.base_dir,
                         attempts=attempts, workers=workers, resume=resume, limits=limits,
-                        sampling=chosen.sampling if chosen else None, run_id=run_id, harness=profile.name,
+                        sampling=sampling, run_id=run_id, harness=profile.name,
                         p2p_skip_ok=p2p_skip_ok, preset=chosen.name if chosen else None,
                         executor=_executor(ray, f"leaf eval run {tasks.name}"))
     total = pending_jobs(task_file.tasks, attempts, out) if resume else len(task_file.tasks) * attempts
@@ -288,7 +299,7 @@ def _with_progress(total: int, work: Callable) -> dict:
         def on_result(result) -> None:  # noqa: ANN001 - AttemptResult
             nonlocal resolved
             resolved += int(result.resolved)
-            mark = "infra: " + result.infra_failure if result.infra_failure else ("resolved" if result.resolved else "unresolved")
+            mark = "resolved" if result.resolved else f"unresolved: {result.reason}"
             progress.console.print(f"{result.instance_id} #{result.attempt}: {mark}")
             progress.update(bar, advance=1, description=f"{resolved} resolved")
 
