@@ -29,8 +29,8 @@ def chat(
     workdir: opt.Workdir = None,
     model: opt.Model = None,
     base_url: opt.BaseUrl = None,
-    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns per message.")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit per message, seconds.")] = None,
+    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1, help="Most assistant turns per message.", metavar="N")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", min=1, help="Wall-clock limit per message, seconds.", metavar="N")] = None,
     n_ctx: opt.NCtx = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes on exit.")] = False,
     mode: opt.Mode = None,
@@ -51,6 +51,13 @@ def chat(
     /diff shows the changes, /undo restores the start state, /help lists the commands. The conversation stays
     in this process, so the llama.cpp engine reuses its token cache from message to message. The whole chat
     is one run: `leaf undo` takes it back and `leaf fix --continue` continues it.
+
+    Examples:
+
+    \b
+      leaf chat
+      leaf chat --model smollm2-135m --mode auto-edit
+      leaf chat --base-url http://127.0.0.1:8080/v1 --model qwen3.5-4b
     """
     from leaf_cli.cli.fix_session import make_engine_for
     from leaf_cli.config import load_settings

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 @config_app.command("show")
 @user_errors
 def show(
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Repository whose .leaf.toml counts.")] = None,
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Repository whose .leaf.toml counts.", metavar="PATH")] = None,
 ) -> None:
     """Print each effective value and its origin (flag, env, a file, or default)."""
     from rich.console import Console

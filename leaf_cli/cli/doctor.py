@@ -16,11 +16,18 @@ _MARK = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 @user_errors
 def doctor(
     model: Annotated[Optional[str],
-                     typer.Option(help="Probe this model (name or .gguf) instead of the smallest on disk.")] = None,
+                     typer.Option(help="Probe this model (name or .gguf) instead of the smallest on disk.", metavar="TEXT")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array of checks on stdout.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds the model probe may take.")] = 300.0,
+    timeout: Annotated[float, typer.Option(help="Seconds the model probe may take.", metavar="N")] = 300.0,
 ) -> None:
-    """Check llama.cpp, the CPU, a real model run (in a child process), models on disk, git and bubblewrap."""
+    """Check llama.cpp, the CPU, a real model run (in a child process), models on disk, git and bubblewrap.
+
+    Examples:
+
+    \b
+      leaf doctor
+      leaf doctor --model smollm2-135m
+    """
     from leaf_cli.models.doctor import run_checks
     from leaf_cli.models.resolve import model_path
 

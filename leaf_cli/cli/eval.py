@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 eval_app = typer.Typer(help="Evaluate a model on a task file (SWE-bench format) and grade patches.",
                        no_args_is_help=True)
 
-TasksArg = Annotated[Path, typer.Argument(help="Task file, one SWE-bench-style task per JSON line.")]
-OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder (predictions, results, summary).")]
-WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Attempts run in parallel.")]
-SandboxOpt = Annotated[Optional[str], typer.Option(help="subprocess, bwrap or docker (default: bwrap if installed).")]
+TasksArg = Annotated[Path, typer.Argument(help="Task file, one SWE-bench-style task per JSON line.", metavar="TASKS_ARG")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder (predictions, results, summary).", metavar="PATH")]
+WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Attempts run in parallel.", metavar="N")]
+SandboxOpt = Annotated[Optional[str], typer.Option(help="subprocess, bwrap or docker (default: bwrap if installed).", metavar="TEXT")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Keep finished attempts in --out and run the rest.")]
 RayOpt = Annotated[Optional[str], typer.Option(
     "--ray", metavar="ADDRESS", help="Run attempts as Ray tasks: local (start a cluster here), auto (join the one "
@@ -68,28 +68,42 @@ def _engine_factory(spec: str, base_url: str | None = None) -> Callable[[], "Eng
 @user_errors
 def run(
     tasks: TasksArg,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec: registry name, .gguf, hf:..., replay:PATH.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec: registry name, .gguf, hf:..., replay:PATH.", metavar="TEXT")],
     out: OutOpt,
     preset: Annotated[Optional[str], typer.Option(
         help="A published setting: swebench-verified, swebench-pro, terminal-bench-2 or patcheval (sampling, "
-             "limits, 3 attempts, docker sandbox; options given explicitly win).")] = None,
-    harness: Annotated[Optional[str], typer.Option(help="Tool profile: leaf (default) or r2e (the ablation).")] = None,
+             "limits, 3 attempts, docker sandbox; options given explicitly win).", metavar="TEXT")] = None,
+    harness: Annotated[Optional[str], typer.Option(help="Tool profile: leaf (default) or r2e (the ablation).", metavar="TEXT")] = None,
     attempts: Annotated[Optional[int], typer.Option("--attempts", "-n", min=1,
-                                                    help="Attempts per task (default 1, or the preset's).")] = None,
+                                                    help="Attempts per task (default 1, or the preset's).", metavar="N")] = None,
     workers: WorkersOpt = 1,
     resume: ResumeOpt = False,
     sandbox: SandboxOpt = None,
-    max_turns: Annotated[Optional[int], typer.Option(help="Most assistant turns per attempt (default 100, or the preset's).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).")] = None,
+    max_turns: Annotated[Optional[int], typer.Option(help="Most assistant turns per attempt (default 100, or the preset's).", metavar="N")] = None,
+    max_time: Annotated[Optional[float], typer.Option(
+        min=1, help="Wall-clock seconds per attempt's agent episode (default 3000, or the preset's); a task's own "
+                    "timeouts.agent_s caps it.", metavar="N")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(
+        min=1, help="Most tokens one reply may generate (default 8192, or the preset's).", metavar="N")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="An OpenAI-compatible server (vLLM, SGLang, llama-server).", metavar="TEXT")] = None,
     p2p_skip_ok: P2PSkipOpt = False,
-    run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).")] = "",
+    run_id: Annotated[str, typer.Option(help="Run id written to predictions (default: random).", metavar="TEXT")] = "",
     safeguards: Annotated[bool, typer.Option(help="Add leaf's `loop` and `format_error` safeguards and the "
                                              "format-error message (off: FrogNano's loop exactly).")] = False,
     ray: RayOpt = None,
 ) -> None:
-    """Run the agent on every task N times, grade each attempt, write predictions, results and summary."""
+    """Run the agent on every task N times, grade each attempt, write predictions, results and summary.
+
+    Examples:
+
+    \b
+      leaf eval run docs/examples/tasks.jsonl --model smollm2-135m --out runs/eval-try
+      leaf eval run tasks.jsonl --model frognano-4b --attempts 3 --workers 2 --out runs/eval
+      leaf eval run tasks.jsonl --model qwen --base-url http://127.0.0.1:8000/v1 --preset swebench-verified --out runs/v
+    """
     from leaf_cli.agent import Limits
     from leaf_cli.agent.harness import get_harness
+    from leaf_cli.llm.engine import Sampling
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_eval
     from leaf_cli.tasks.image import check_image_tasks
     from leaf_cli.tasks.presets import get_preset
@@ -99,17 +113,22 @@ def run(
     chosen = get_preset(preset) if preset else None
     profile = get_harness(harness or (chosen.harness if chosen else None))
     attempts = attempts or (chosen.attempts if chosen else 1)
-    update = {"max_turns": max_turns} if max_turns is not None else {}
+    update: dict = {"max_turns": max_turns} if max_turns is not None else {}
+    if max_time is not None:
+        update["max_seconds"] = max_time
     if safeguards:
         update.update(Limits.with_safeguards().model_dump(include={"max_format_errors", "format_error_message",
                                                                    "max_repeats"}))
     limits = (chosen.limits if chosen else Limits()).model_copy(update=update)
     sandbox_name = _sandbox_name(sandbox, chosen.sandbox if chosen else None, task_file.tasks)
     check_image_tasks(task_file.tasks, sandbox_name or "")  # no Docker: one line, before anything runs
+    sampling = chosen.sampling if chosen else None
+    if max_tokens is not None:
+        sampling = (sampling or Sampling()).model_copy(update={"max_tokens": max_tokens})
     factory = _engine_factory(model, base_url)
     config = EvalConfig(out=out, sandbox=make_sandbox(sandbox_name), model_name=model, base_dir=task_file.base_dir,
                         attempts=attempts, workers=workers, resume=resume, limits=limits,
-                        sampling=chosen.sampling if chosen else None, run_id=run_id, harness=profile.name,
+                        sampling=sampling, run_id=run_id, harness=profile.name,
                         p2p_skip_ok=p2p_skip_ok, preset=chosen.name if chosen else None,
                         executor=_executor(ray, f"leaf eval run {tasks.name}"))
     total = pending_jobs(task_file.tasks, attempts, out) if resume else len(task_file.tasks) * attempts
@@ -120,8 +139,8 @@ def run(
 @eval_app.command("grade")
 @user_errors
 def grade(
-    predictions: Annotated[Optional[Path], typer.Argument(help="predictions.jsonl (or a JSON list/dict).")] = None,
-    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="The task file.")] = Path("tasks.jsonl"),
+    predictions: Annotated[Optional[Path], typer.Argument(help="predictions.jsonl (or a JSON list/dict).", metavar="PREDICTIONS")] = None,
+    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="The task file.", metavar="PATH")] = Path("tasks.jsonl"),
     out: OutOpt = Path("eval-grade"),
     gold: Annotated[bool, typer.Option("--gold", help="Grade each task's gold patch.")] = False,
     empty: Annotated[bool, typer.Option("--empty", help="Grade the empty patch.")] = False,
@@ -131,7 +150,14 @@ def grade(
     p2p_skip_ok: P2PSkipOpt = False,
     ray: RayOpt = None,
 ) -> None:
-    """Grade patches without an agent. A task file is valid when --gold resolves all and --empty none."""
+    """Grade patches without an agent. A task file is valid when --gold resolves all and --empty none.
+
+    Examples:
+
+    \b
+      leaf eval grade --gold --tasks docs/examples/tasks.jsonl --out runs/gold
+      leaf eval grade predictions.jsonl --tasks tasks.jsonl --out runs/graded
+    """
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_grading
     from leaf_cli.tasks.image import check_image_tasks
 
@@ -158,8 +184,8 @@ def grade(
 @eval_app.command("compare")
 @user_errors
 def compare(
-    dir_a: Annotated[Path, typer.Argument(help="An eval output folder.")],
-    dir_b: Annotated[Path, typer.Argument(help="Another one, on the same tasks.")],
+    dir_a: Annotated[Path, typer.Argument(help="An eval output folder.", metavar="DIR_A")],
+    dir_b: Annotated[Path, typer.Argument(help="Another one, on the same tasks.", metavar="DIR_B")],
 ) -> None:
     """Paired difference A - B: per task, then the mean difference with its standard error."""
     from rich.console import Console
@@ -273,7 +299,7 @@ def _with_progress(total: int, work: Callable) -> dict:
         def on_result(result) -> None:  # noqa: ANN001 - AttemptResult
             nonlocal resolved
             resolved += int(result.resolved)
-            mark = "infra: " + result.infra_failure if result.infra_failure else ("resolved" if result.resolved else "unresolved")
+            mark = "resolved" if result.resolved else f"unresolved: {result.reason}"
             progress.console.print(f"{result.instance_id} #{result.attempt}: {mark}")
             progress.update(bar, advance=1, description=f"{resolved} resolved")
 

@@ -12,7 +12,7 @@ import typer
 
 from leaf_cli.cli.common import user_errors
 
-OutOption = Annotated[Path, typer.Option("--out", "-o", help="The task file to write (JSON lines).")]
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="The task file to write (JSON lines).", metavar="PATH")]
 
 
 def register_extras(eval_app: typer.Typer) -> None:
@@ -35,11 +35,11 @@ def _write(tasks: list, out: Path, what: str) -> None:  # noqa: ANN001 - list[Ta
 
 @user_errors
 def import_swebench(
-    rows: Annotated[Path, typer.Argument(help="Dataset rows: .jsonl, .json or .parquet, or a folder of them.")],
+    rows: Annotated[Path, typer.Argument(help="Dataset rows: .jsonl, .json or .parquet, or a folder of them.", metavar="ROWS")],
     out: OutOption,
-    dataset: Annotated[str, typer.Option(help="verified, lite, full, pro, or auto (Pro recognised by its columns).")] = "auto",
+    dataset: Annotated[str, typer.Option(help="verified, lite, full, pro, or auto (Pro recognised by its columns).", metavar="TEXT")] = "auto",
     pro_scripts: Annotated[Optional[Path], typer.Option(
-        help="SWE-bench Pro: the run_scripts/ folder of scaleapi/SWE-bench_Pro-os (embeds each task's test scripts).")] = None,
+        help="SWE-bench Pro: the run_scripts/ folder of scaleapi/SWE-bench_Pro-os (embeds each task's test scripts).", metavar="PATH")] = None,
 ) -> None:
     """SWE-bench Verified / Lite / full / Pro rows -> tasks on the official per-instance images."""
     from leaf_cli.errors import LeafError
@@ -52,7 +52,7 @@ def import_swebench(
 
 @user_errors
 def import_harbor(
-    folder: Annotated[Path, typer.Argument(help="A Harbor task folder, or a dataset folder holding many.")],
+    folder: Annotated[Path, typer.Argument(help="A Harbor task folder, or a dataset folder holding many.", metavar="FOLDER")],
     out: OutOption,
 ) -> None:
     """Terminal-Bench 2.0 / Harbor task folders -> tasks graded by the reward their tests/test.sh writes."""
@@ -67,10 +67,10 @@ def import_harbor(
 @user_errors
 def import_patcheval(
     dataset: Annotated[Path, typer.Argument(help="PatchEval records: datasets/input.json, patcheval_verified.json, "
-                                                 "or an agent dataset such as exp_agent/sweagent/dataset.jsonl.")],
+                                                 "or an agent dataset such as exp_agent/sweagent/dataset.jsonl.", metavar="DATASET")],
     out: OutOption,
     card: Annotated[Optional[Path], typer.Option(
-        help="Records that name each CVE's language (input.json), for agent rows that do not.")] = None,
+        help="Records that name each CVE's language (input.json), for agent rows that do not.", metavar="PATH")] = None,
 ) -> None:
     """PatchEval CVE records -> tasks graded as PatchEval grades them (prepare + fix-run, prepare + unit_test)."""
     from leaf_cli.tasks.importers import import_patcheval_rows, read_rows

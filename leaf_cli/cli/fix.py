@@ -21,16 +21,16 @@ def register(app: typer.Typer) -> None:
 
 @user_errors
 def fix(
-    text: Annotated[Optional[str], typer.Argument(help="The issue, or - to read it from stdin.", show_default=False)] = None,
-    issue_file: Annotated[Optional[Path], typer.Option("--issue-file", help="Read the issue from a file.")] = None,
-    gh: Annotated[Optional[str], typer.Option("--gh", help="Fetch GitHub issue N with `gh issue view`.")] = None,
+    text: Annotated[Optional[str], typer.Argument(help="The issue, or - to read it from stdin.", show_default=False, metavar="TEXT")] = None,
+    issue_file: Annotated[Optional[Path], typer.Option("--issue-file", help="Read the issue from a file.", metavar="PATH")] = None,
+    gh: Annotated[Optional[str], typer.Option("--gh", help="Fetch GitHub issue N with `gh issue view`.", metavar="TEXT")] = None,
     workdir: opt.Workdir = None,
     model: opt.Model = None,
     base_url: opt.BaseUrl = None,
     max_turns: opt.MaxTurns = None,
     max_time: opt.MaxTime = None,
     n_ctx: opt.NCtx = None,
-    trajectory: Annotated[Optional[Path], typer.Option("--trajectory", help="Also write the trajectory here.")] = None,
+    trajectory: Annotated[Optional[Path], typer.Option("--trajectory", help="Also write the trajectory here.", metavar="PATH")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, nothing else.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Never ask: yolo mode, keep the changes.")] = False,
     mode: opt.Mode = None,
@@ -38,7 +38,7 @@ def fix(
     network: opt.Network = None,
     pass_env: opt.PassEnv = None,
     quiet: opt.Quiet = None,
-    branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.")] = None,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="Create and switch to this branch first.", metavar="TEXT")] = None,
     constrain_tools: opt.ConstrainTools = None,
     temperature: opt.Temperature = None,
     seed: opt.Seed = None,
@@ -48,7 +48,15 @@ def fix(
                                  "process has no token cache: its first turn evaluates the whole saved conversation again, "
                                  "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,
 ) -> None:
-    """Fix an issue in the current git repository, then review the change."""
+    """Fix an issue in the current git repository, then review the change.
+
+    Examples:
+
+    \b
+      leaf fix "add() in calc.py subtracts instead of adding"
+      gh issue view 123 | leaf fix -
+      leaf fix --model smollm2-135m --yes --issue-file ISSUE.md
+    """
     from leaf_cli.cli import fix_session as session
 
     _sigterm_as_interrupt()
@@ -70,11 +78,18 @@ def fix(
 
 @user_errors
 def replay(
-    trajectory: Annotated[Path, typer.Argument(help="A trajectory file (JSON lines) from `leaf fix`.")],
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Copy this folder instead of the run's start state.")] = None,
+    trajectory: Annotated[Path, typer.Argument(help="A trajectory file (JSON lines) from `leaf fix`.", metavar="TRAJECTORY")],
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="Copy this folder instead of the run's start state.", metavar="PATH")] = None,
     sandbox: opt.Sandbox = None,
 ) -> None:
-    """Re-run a trajectory's tool calls on a fresh copy and say whether every observation matches."""
+    """Re-run a trajectory's tool calls on a fresh copy and say whether every observation matches.
+
+    Examples:
+
+    \b
+      leaf replay run.jsonl
+      leaf replay run.jsonl --workdir ../my-repo --sandbox none
+    """
     from leaf_cli.cli.fix_replay import replay_trajectory
 
     mismatches = replay_trajectory(trajectory.expanduser(), workdir, sandbox=sandbox)

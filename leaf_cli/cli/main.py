@@ -13,7 +13,10 @@ app = typer.Typer(
     name="leaf",
     help="A local-first coding agent: `leaf fix \"issue text\"` inside a git repository.",
     no_args_is_help=True,
-    add_completion=False,
+    # `leaf --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell), as typer makes them.
+    add_completion=True,
+    # -h as well as --help, on every command (click passes it down to sub-commands).
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     # Plain click help: typer's rich help formatter alone costs ~100-400 ms of imports per `leaf --help`.
     rich_markup_mode=None,

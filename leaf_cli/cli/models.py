@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -70,15 +71,22 @@ def list_models(as_json: Annotated[bool, typer.Option("--json", help="One JSON a
 @models_app.command()
 @user_errors
 def pull(
-    name: Annotated[str, typer.Argument(help="A registry name or hf:OWNER/REPO/FILE.gguf.")],
+    name: Annotated[str, typer.Argument(help="A registry name or hf:OWNER/REPO/FILE.gguf.", metavar="NAME")],
     quant: Annotated[Optional[str], typer.Option(
-        help="For models published as safetensors: the quantization to make (q4_k_m, q5_k_m, q6_k, q8_0, f16, ...).")] = None,
+        help="For models published as safetensors: the quantization to make (q4_k_m, q5_k_m, q6_k, q8_0, f16, ...).", metavar="TEXT")] = None,
     keep: Annotated[bool, typer.Option(
         "--keep", help="Keep the downloaded safetensors and the unquantized GGUF (deleted by default).")] = False,
 ) -> None:
     """Download a model and verify it; a model published as safetensors is converted and quantized here.
 
     Each stage resumes: run the same command again after an interruption.
+
+    Examples:
+
+    \b
+      leaf models pull frognano-4b
+      leaf models pull frognano-4b --quant q8_0 --keep
+      leaf models pull hf:OWNER/REPO/model-q4_k_m.gguf
     """
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
@@ -111,23 +119,39 @@ def pull(
 @models_app.command()
 @user_errors
 def add(
-    path: Annotated[Path, typer.Argument(help="A local .gguf file.")],
-    name: Annotated[str, typer.Option("--name", help="Short name to use with --model.")],
-    chat_format: Annotated[str, typer.Option(help="qwen3.5, chatml, ... or auto (the GGUF's own template).")] = "auto",
+    path: Annotated[Path, typer.Argument(help="A local .gguf file.", metavar="PATH")],
+    name: Annotated[Optional[str], typer.Option(
+        "--name", help="Short name to use with --model (default: the file's name without .gguf).", metavar="TEXT")] = None,
+    chat_format: Annotated[str, typer.Option(help="qwen3.5, chatml, ... or auto (the GGUF's own template).", metavar="TEXT")] = "auto",
     n_ctx: Annotated[Optional[int],
-                     typer.Option(help="Context window to open (default: the model's, capped at 65,536).")] = None,
+                     typer.Option(help="Context window to open (default: the model's, capped at 65,536).", metavar="N")] = None,
 ) -> None:
-    """Register a local GGUF file under a name. The file is checked first and is never moved or copied."""
+    """Register a local GGUF file under a name (by default the file's name without .gguf). The file is checked
+    first and is never moved or copied.
+
+    Examples:
+
+    \b
+      leaf models add ~/models/qwen3.5-4b-q4_k_m.gguf
+      leaf models add ./my-finetune.gguf --name mine --chat-format qwen3.5
+    """
     from leaf_cli.models.registry import add_model
 
+    name = name or _name_from_file(path)
     manifest, saved = add_model(path, name=name, chat_format=chat_format, n_ctx=n_ctx)
     typer.echo(f"added {name}: {manifest.source.path} ({manifest.family or 'unknown'} architecture, "
                f"context {manifest.context_length}, {_size(manifest.size_bytes)}); record {saved}")
 
 
+def _name_from_file(path: Path) -> str:
+    """`Qwen3.5-4B-Q4_K_M.gguf` -> `qwen3.5-4b-q4_k_m`: the registry's names are lower-case, without spaces."""
+    stem = path.name[:-len(".gguf")] if path.name.lower().endswith(".gguf") else path.stem
+    return re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._") or "model"
+
+
 @models_app.command()
 @user_errors
-def rm(name: Annotated[str, typer.Argument(help="A model name from `leaf models list`, or an hf: spec.")]) -> None:
+def rm(name: Annotated[str, typer.Argument(help="A model name from `leaf models list`, or an hf: spec.", metavar="NAME")]) -> None:
     """Forget a user-added model (its file stays), or delete a pulled model's download."""
     from leaf_cli.models.registry import delete_user_manifest
     from leaf_cli.models.resolve import manifest_for
@@ -156,7 +180,7 @@ def rm(name: Annotated[str, typer.Argument(help="A model name from `leaf models 
 @models_app.command()
 @user_errors
 def info(
-    name: Annotated[str, typer.Argument(help="A model name from `leaf models list`, or an hf: spec.")],
+    name: Annotated[str, typer.Argument(help="A model name from `leaf models list`, or an hf: spec.", metavar="NAME")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Everything leaf knows about one model: source, checksum, sampling defaults, model card."""

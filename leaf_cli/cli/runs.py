@@ -19,10 +19,17 @@ def register(app: typer.Typer) -> None:
 @user_errors
 def runs(
     all_: Annotated[bool, typer.Option("--all", "-a", help="Runs of every repository, not only this one.")] = False,
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="The repository (default: here).")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many.")] = 20,
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="The repository (default: here).", metavar="PATH")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many.", metavar="N")] = 20,
 ) -> None:
-    """List leaf's runs, newest first."""
+    """List leaf's runs, newest first.
+
+    Examples:
+
+    \b
+      leaf runs
+      leaf runs --all
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -56,11 +63,19 @@ def runs(
 
 @user_errors
 def undo(
-    run: Annotated[Optional[str], typer.Argument(help="Run id (or a unique prefix); default: the last run here.")] = None,
+    run: Annotated[Optional[str], typer.Argument(help="Run id (or a unique prefix); default: the last run here.", metavar="RUN")] = None,
     force: Annotated[bool, typer.Option("--force", help="Restore even if files changed since the run.")] = False,
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="The repository (default: here).")] = None,
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-C", help="The repository (default: here).", metavar="PATH")] = None,
 ) -> None:
-    """Put the repository back exactly as it was before a run: files, index, untracked files, HEAD, branch."""
+    """Put the repository back exactly as it was before a run: files, index, untracked files, HEAD, branch.
+
+    Examples:
+
+    \b
+      leaf undo
+      leaf undo RUN_ID
+      leaf undo RUN_ID --force
+    """
     from leaf_cli.errors import LeafError
     from leaf_cli.repo.lifecycle import undo_run
     from leaf_cli.repo.runs import list_runs, load_run

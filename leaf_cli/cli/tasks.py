@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
 
 @tasks_app.command("check")
 @user_errors
-def check(tasks: Annotated[Path, typer.Argument(help="The task file.")]) -> None:
+def check(tasks: Annotated[Path, typer.Argument(help="The task file.", metavar="TASKS")]) -> None:
     """Read every line; list the malformed ones (exit 1 when there are any)."""
     from leaf_cli.tasks import load_tasks
 
@@ -33,8 +33,8 @@ def check(tasks: Annotated[Path, typer.Argument(help="The task file.")]) -> None
 @tasks_app.command("export")
 @user_errors
 def export(
-    tasks: Annotated[Path, typer.Argument(help="The task file.")],
-    harbor: Annotated[Optional[Path], typer.Option("--harbor", help="Write the Harbor task layout into this folder.")] = None,
+    tasks: Annotated[Path, typer.Argument(help="The task file.", metavar="TASKS")],
+    harbor: Annotated[Optional[Path], typer.Option("--harbor", help="Write the Harbor task layout into this folder.", metavar="PATH")] = None,
 ) -> None:
     """Export tasks for another harness (Harbor: instruction.md, task.toml, Dockerfile, tests, solution)."""
     from leaf_cli.tasks import export_harbor, load_tasks

@@ -11,8 +11,15 @@ import typer
 
 from leaf_cli.cli.common import fail, user_errors
 
-train_app = typer.Typer(help="Train a policy: TaskPilot synthesis, DPPO RL, the iteration driver.",
-                        no_args_is_help=False, invoke_without_command=True)
+train_app = typer.Typer(help="""Train a policy: TaskPilot synthesis, DPPO RL, the iteration driver.
+
+Examples:
+
+\b
+  leaf train --iteration 1 --config training/configs/cpu-smoke.yaml --out runs/train
+  leaf train --iteration 1 --config training/configs/iteration-4b.yaml --out runs/4b
+  leaf train synth --help
+""", no_args_is_help=False, invoke_without_command=True)
 
 TRAIN_EXTRA = "pip install 'leaf-agent[train]' (then `pip install torch==2.13.0` on CPU-only boxes first)"
 
@@ -42,9 +49,9 @@ def load_training(module: str) -> Any:
 @user_errors
 def train(
     ctx: typer.Context,
-    iteration: Annotated[Optional[int], typer.Option(help="Run iteration N of the TaskPilot + DPPO loop.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="Training config (YAML).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder; iteration-N/ is written inside.")] = None,
+    iteration: Annotated[Optional[int], typer.Option(help="Run iteration N of the TaskPilot + DPPO loop.", metavar="N")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="Training config (YAML).", metavar="PATH")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder; iteration-N/ is written inside.", metavar="PATH")] = None,
 ) -> None:
     """Run one training iteration (`--iteration N`), or one stage through a sub-command."""
     if ctx.invoked_subcommand is not None:

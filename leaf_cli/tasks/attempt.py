@@ -112,13 +112,11 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
 
 
 def attempt_limits(task: Task, limits: Limits | None) -> Limits:
-    """The episode's limits: the run's, or the task's agent time. A Harbor task's `[agent] timeout_sec` is
-    the attempt's limit as Harbor enforces it, so it also caps a longer time the run asked for."""
+    """The episode's limits: the run's, with the task's own agent time (`timeouts.agent_s`; a Harbor task's
+    `[agent] timeout_sec`) as a cap on every kind of task, so the shorter of the two wins."""
     if limits is None:
         return Limits(max_seconds=task.timeouts.agent_s)
-    if (task.source or {}).get("kind") == "harbor":
-        return limits.model_copy(update={"max_seconds": min(limits.max_seconds, task.timeouts.agent_s)})
-    return limits
+    return limits.model_copy(update={"max_seconds": min(limits.max_seconds, task.timeouts.agent_s)})
 
 
 def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environment | None, sandbox: Sandbox, *,

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from leaf_cli.agent.harness import turn_limit_summary
 from leaf_cli.tasks.presets import paper_report
 from leaf_cli.tasks.stats import summarize
+from leaf_cli.tasks.testrun import GOOD
 
 
 class AttemptResult(BaseModel):
@@ -52,6 +53,39 @@ class AttemptResult(BaseModel):
     @property
     def key(self) -> tuple[str, int]:
         return (self.instance_id, self.attempt)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason(self) -> str:
+        """Why the attempt ended as it did, in a few words: the first of infrastructure, the agent's time,
+        an empty or unappliable patch, the reward, the tests that failed."""
+        if self.resolved:
+            return "resolved"
+        if self.infra_failure:
+            return f"infrastructure: {self.infra_failure}" + (f" ({_first_line(self.error)})" if self.error else "")
+        if self.exit_reason == "max_time" and self.patch_applied == "empty":
+            return "timeout: the agent's time ran out with no change"
+        if self.patch_applied == "empty":
+            return "empty patch" + (f" (the agent ended: {self.exit_reason})" if self.exit_reason else "")
+        if self.patch_applied == "failed":
+            return "patch did not apply"
+        failed = [name for name, outcome in {**self.f2p, **self.p2p}.items() if outcome not in GOOD]
+        if failed:
+            shown = ", ".join(_short_test(name) for name in failed[:3])
+            return f"tests failed: {shown}" + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else "")
+        if self.reward is not None:
+            return f"reward {self.reward:g}"
+        return _first_line(self.error) if self.error else "not resolved by the grader"
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 120 else line[:117] + "..."
+
+
+def _short_test(node_id: str) -> str:
+    """`tests/test_calc.py::TestAdd::test_add[1-2]` -> `TestAdd::test_add[1-2]`: the part a reader names."""
+    return node_id.split("::", 1)[1] if "::" in node_id else node_id
 
 
 class Prediction(BaseModel):

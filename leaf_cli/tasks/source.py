@@ -67,12 +67,19 @@ def single_commit_repo(src: Path, dest: Path, drop: list[str] = ()) -> str:
 
 
 def _repo_dir(location: str, commit: str) -> Path:
-    """A local path as is; a URL cloned (bare) into the cache once and fetched when the commit is missing."""
+    """A local repository as is; a URL or a git bundle file (`git bundle create`, one file a task file can
+    ship beside it) cloned bare into the cache once, and fetched when the commit is missing."""
     if "://" not in location and not location.startswith("git@"):
         path = Path(location)
+        if path.is_file() and path.suffix == ".bundle":
+            return _mirror(location, commit)
         if not path.is_dir():
             raise LeafError(f"task repository not found: {location}")
         return path
+    return _mirror(location, commit)
+
+
+def _mirror(location: str, commit: str) -> Path:
     mirror = cache_root() / "repos" / (cache_key(location) + ".git")
     with locked(mirror.with_suffix(".lock")):
         if not mirror.exists():

@@ -52,7 +52,8 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     instance_id: str
-    repo: str = Field(description="A local git repository (absolute, or relative to the task file) or a URL.")
+    repo: str = Field(description="A local git repository or a git bundle file (absolute, or relative to the "
+                                  "task file), or a URL.")
     base_commit: str = Field(description="The start state the agent sees.")
     problem_statement: str
     patch: str = Field(description="The gold fix, a unified diff.")
