@@ -43,12 +43,14 @@ def _config(tmp_path: Path, cache: Path, **overrides: object) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(5400)
+@pytest.mark.timeout(1500)  # inside CI's budget: six short runs (training/README.md gives their time here)
 def test_policy_learns_the_call_it_is_not_shown_against_an_lr0_control(tmp_path: Path, model_cache: Path) -> None:
     """rl-learning.yaml (the task's Write call is never shown) over 3 seeds, DPPO against the same run at lr 0
     with the same seeds. Passes when training is ahead in every seed over the last 2 steps and Fisher's
-    exact test on the pooled late episodes gives p < 0.01: if training had no effect, this passes with
-    probability below 1% (tests/training/rl/test_control.py simulates that rate)."""
+    exact test on the pooled late episodes gives p < 0.01: one look at these seeds, if training had no
+    effect, passes with probability below 1% (tests/training/rl/test_control.py simulates that rate). Its
+    lr 5e-5 is the second learning rate tried on seeds 0, 1, 2 (lr 1e-4 failed first), so the bound for
+    this pass counts both looks: below 2%."""
     _need_smollm2()
     import yaml
 
