@@ -59,8 +59,9 @@ def _run(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[str]:
         env["CI"] = "true"
     # --continue-on-collection-errors: a module that fails to collect stops a real run before any test; here
     # the run goes on so that every case shows its outcome
-    return subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "tests.support.skips",
-                           "--continue-on-collection-errors", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "tests.support.skips",
+            "--continue-on-collection-errors", str(tmp_path)]
+    return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
 def _outcomes(out: str) -> dict[str, str]:
