@@ -113,9 +113,12 @@ def test_agent_cannot_name_or_reach_leafs_state(tmp_path: Path, sandbox: str, de
     out = run_fix(repo, tmp_path, sandbox, turn(call("Bash", command=probe)), {"content": "ok"}, env=decoy)
     seen = observations(out)[0]
     assert seen.startswith("Exit code: 0\nSTDOUT:\n0\n")  # no LEAF_* variable at all
-    if sandbox == "none":
-        return  # without a sandbox the agent can reach the store, as the warning says
-    assert "\n0\n" in seen and "DECOY" not in seen  # state folder and credentials hidden
+    assert not (repo / "src").exists()  # the probe ran: its rm landed in the work tree
+    listed = int(seen.split("STDOUT:\n", 1)[1].splitlines()[1])
+    if sandbox == "none":  # without a sandbox the probe sees the state and the credentials, as the warning says
+        assert listed > 0 and "DECOY-PRIVATE-KEY" in seen, seen
+        return
+    assert listed == 0 and "DECOY" not in seen  # state folder and credentials hidden
     undo(repo)
     assert fingerprint(repo) == before
 
