@@ -77,8 +77,11 @@ def _has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The skip count and reasons, last: what this run did not test, and why."""
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any) -> Any:
+    """The skip count and reasons, after pytest's own summary (the outermost wrapper): what this run did
+    not test, and why."""
+    yield
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if not hasattr(r, "wasxfail")]
     if not skipped:
         return
