@@ -14,6 +14,8 @@ from typing import Iterator
 
 import pytest
 
+pytest_plugins = ["tests.support.skips"]  # under CI, a skip only for what the machine cannot have
+
 REQUIRE_LLAMA = os.environ.get("LEAF_REQUIRE_LLAMA") == "1"
 REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference"
 

@@ -29,7 +29,7 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or "x86" not in __import__("platform").machine(),
-                    reason="the x86 flag checks apply on x86-64 Linux")
+                    reason="[platform] the x86 flag checks apply on x86-64 Linux")
 def test_cpu_check_levels(tmp_path: Path) -> None:
     good = check_cpu(cpuinfo(tmp_path, "avx2 fma f16c avx512f"))
     assert good.status == "ok" and "avx2 fma f16c avx512f" in good.detail

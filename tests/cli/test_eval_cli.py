@@ -182,7 +182,7 @@ def test_image_tasks_without_docker_stop_at_once(app, tmp_path: Path) -> None:
                                      str(tmp_path / "b"), "--sandbox", "bwrap"])
     assert bwrap.exit_code == 2 and "run them with --sandbox docker" in bwrap.output
     if docker_problem() is None:
-        pytest.skip("a Docker daemon answers here; the no-daemon message cannot be shown")
+        pytest.skip("[no-docker] a Docker daemon answers here; the no-daemon message cannot be shown")
     for command in (["run", str(tasks), "--model", f"replay:{script}", "--preset", "swebench-verified"],
                     ["grade", "--gold", "--tasks", str(tasks)]):
         result = CliRunner().invoke(app, ["eval", *command, "--out", str(tmp_path / "o")])

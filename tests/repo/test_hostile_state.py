@@ -167,7 +167,7 @@ def test_nested_repository_refuses_to_record(tmp_path: Path) -> None:
         record(repo, store_for(tmp_path / "s", repo), tmp_path / "s" / "meta")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file, so nothing is unreadable")
+@pytest.mark.skipif(os.geteuid() == 0, reason="[root] root reads every file, so nothing is unreadable")
 def test_unreadable_file_refuses_to_record(tmp_path: Path) -> None:
     repo = messy_repo(tmp_path / "work")
     secret = repo / "locked.txt"

@@ -49,12 +49,12 @@ def test_environment_is_cached(toolz_tasks) -> None:
     assert (first.path.parent / "ready").exists()
 
 
-@pytest.mark.skipif(shutil.which("docker") is None, reason="the docker CLI is not installed")
+@pytest.mark.skipif(shutil.which("docker") is None, reason="[no-docker] the docker CLI is not installed")
 def test_docker_grades_gold(toolz_tasks) -> None:
     base, task = _second(toolz_tasks)
     try:
         sandbox = make_sandbox("docker")
     except LeafError as exc:
-        pytest.skip(f"no Docker daemon here: {exc}")
+        pytest.skip(f"[no-docker] no Docker daemon here: {exc}")
     assert isinstance(sandbox, DockerSandbox)
     assert grade(task, task.patch, sandbox, base_dir=base).resolved

@@ -196,7 +196,7 @@ def test_image_tasks_refuse_host_sandboxes_and_missing_scripts() -> None:
 def test_without_a_daemon_the_run_stops_at_once(tmp_path: Path) -> None:
     problem = docker_problem()
     if problem is None:
-        pytest.skip("a Docker daemon answers here; the no-daemon path cannot be shown")
+        pytest.skip("[no-docker] a Docker daemon answers here; the no-daemon path cannot be shown")
     task = swebench_task()
     config = EvalConfig(out=tmp_path / "out", sandbox=DockerSandbox(), model_name="replay:x")
     with pytest.raises(LeafError) as raised:
@@ -213,6 +213,6 @@ def test_grading_in_the_image_needs_the_daemon() -> None:
     if problem is not None:
         with pytest.raises(LeafError, match="Docker daemon|docker CLI"):
             grade_in_image(task, "", DockerSandbox())
-        pytest.skip(f"no Docker daemon here, so the grading container cannot run: {problem}")
+        pytest.skip(f"[no-docker] no Docker daemon here, so the grading container cannot run: {problem}")
     result = grade_in_image(task, "", DockerSandbox())  # pragma: no cover - needs Docker and the image
     assert not result.resolved and result.grader == "swebench"

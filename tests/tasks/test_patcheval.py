@@ -2,8 +2,8 @@
 verified file's, two real rows of its SWE-agent dataset in `fixtures/`), the image and work folder derived
 as its scripts derive them, and its strict and PoC-only verdicts. The verdict comparison runs PatchEval's
 own `Evaluation` class (from a checkout: `LEAF_PATCHEVAL_REPO`, a git repository of bytedance/PatchEval;
-not on PyPI, so it skips elsewhere) with its Docker client answered by local bash, against leaf's command
-run by bash on the same scripts."""
+not on PyPI, so CI cannot fetch it: a manual check, see docs/reproduce.md) with its Docker client answered
+by local bash, against leaf's command run by bash on the same scripts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -97,13 +98,16 @@ def _ours(ws: Path) -> dict[str, float]:
     return patcheval_rewards(run.stdout + run.stderr)
 
 
-def _official_evaluation():
+def _official_evaluation(monkeypatch: pytest.MonkeyPatch):
     repo = os.environ.get("LEAF_PATCHEVAL_REPO") or "/work/.mirror/bytedance+PatchEval/repo"
     show = subprocess.run(["git", "--git-dir", str(Path(repo) / ".git") if (Path(repo) / ".git").exists() else repo,
                            "show", "HEAD:patcheval/evaluation/run_evaluation.py"], capture_output=True, text=True, timeout=60)
     if show.returncode != 0:
-        pytest.skip("no bytedance/PatchEval checkout (LEAF_PATCHEVAL_REPO) to run its evaluator; it is not on PyPI")
-    pytest.importorskip("docker")
+        pytest.skip("[no-internet] no bytedance/PatchEval checkout (LEAF_PATCHEVAL_REPO) to run its evaluator; it is "
+                    "not on PyPI (a manual check: docs/reproduce.md)")
+    if importlib.util.find_spec("docker") is None:  # the evaluator imports the Docker SDK; its client is ours
+        not_found = type("NotFound", (Exception,), {})
+        monkeypatch.setitem(sys.modules, "docker", SimpleNamespace(from_env=None, errors=SimpleNamespace(NotFound=not_found)))
     pytest.importorskip("tqdm")
     spec = importlib.util.spec_from_loader("patcheval_run_evaluation", loader=None)
     module = importlib.util.module_from_spec(spec)
@@ -143,15 +147,31 @@ def _official(module, ws: Path) -> dict[str, float]:
     return {"strict": float(kind == "Repair Success"), "poc": float(poc is True)}
 
 
+EXPECTED = {"good": (1.0, 1.0), "none": (0.0, 0.0), "overfix": (None, 1.0)}
+"""fix -> (strict, poc); the overfix's strict verdict is 0 where a unit test exists, 1 where none does."""
+
+
+def _expected(fix: str, unit_test: bool) -> dict[str, float]:
+    strict, poc = EXPECTED[fix]
+    return {"strict": float(not unit_test) if strict is None else strict, "poc": poc}
+
+
 @pytest.mark.parametrize("unit_test", [True, False])
 @pytest.mark.parametrize("fix", sorted(FIXES))
-def test_strict_and_poc_verdicts_agree_with_patcheval(fix: str, unit_test: bool, tmp_path: Path) -> None:
-    ws = _workspace(tmp_path, fix, unit_test=unit_test)
-    ours = _ours(ws)
-    expected = {"good": {"strict": 1.0, "poc": 1.0}, "none": {"strict": 0.0, "poc": 0.0},
-                "overfix": {"strict": float(not unit_test), "poc": 1.0}}[fix]
-    assert ours == expected
-    module = _official_evaluation()
+def test_strict_and_poc_verdicts(fix: str, unit_test: bool, tmp_path: Path) -> None:
+    assert _ours(_workspace(tmp_path, fix, unit_test=unit_test)) == _expected(fix, unit_test)
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("unit_test", [True, False])
+@pytest.mark.parametrize("fix", sorted(FIXES))
+def test_strict_and_poc_verdicts_agree_with_patcheval(fix: str, unit_test: bool, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A manual check (docs/reproduce.md): PatchEval's evaluator comes from a GitHub checkout, which CI
+    cannot fetch, so CI skips it with that reason."""
+    module = _official_evaluation(monkeypatch)
+    ours = _ours(_workspace(tmp_path, fix, unit_test=unit_test))
+    assert ours == _expected(fix, unit_test)
     assert _official(module, _workspace(tmp_path / "official", fix, unit_test=unit_test)) == ours
 
 

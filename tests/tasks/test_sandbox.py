@@ -98,4 +98,4 @@ def test_docker_without_a_daemon_says_so() -> None:
     except LeafError as exc:
         assert "Docker daemon" in str(exc)
     else:
-        pytest.skip("a Docker daemon is running here; the no-daemon message cannot be exercised")
+        pytest.skip("[no-docker] a Docker daemon is running here; the no-daemon message cannot be exercised")

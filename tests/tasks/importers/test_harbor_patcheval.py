@@ -150,9 +150,9 @@ def test_docker_path_stops_at_once_without_a_daemon(tmp_path: Path) -> None:
         with pytest.raises(LeafError, match="Docker") as raised:
             grade_reward(task, sandbox, patch="")
         assert str(raised.value) == str(exc)
-        pytest.skip(f"no Docker daemon here, so the image run itself cannot be tested: {exc}")
+        pytest.skip(f"[no-docker] no Docker daemon here, so the image run itself cannot be tested: {exc}")
     if shutil.which("docker") is None:  # pragma: no cover - prepare() already failed above
-        pytest.skip("docker CLI missing")
+        pytest.skip("[no-docker] docker CLI missing")
     folder = harbor_task_dir(tmp_path / "tasks")
     (folder / "task.toml").write_text('[environment]\ndocker_image = "python:3.11-slim"\n')
     [task] = import_harbor(folder)

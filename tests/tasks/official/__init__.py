@@ -1,8 +1,8 @@
 """The official harnesses' own code, installed from PyPI for the parity tests only (never shipped, never
 copied into leaf): swebench 5.0.2 (log parsers, grading, its apply ladder), swebench 4.1.0 (the per-repo
-spec table and `make_eval_script_list_py` that v5's eval scripts were generated with) and harbor 0.25.0
+spec table and `make_eval_script_list_py` that v5's eval scripts were generated with), harbor 0.25.0
 (its task.toml schema; it needs Python >= 3.12, so its wheel is unpacked and only the pure-pydantic config
-module is imported).
+module is imported) and verl 0.9.1 (its PPO `core_algos`, for the DPPO losses: tests/training/rl/test_verl_parity.py).
 
 Each is installed once with `pip install --no-deps --target` into a cache folder; their heavy package
 `__init__`s (docker, datasets, modal) are bypassed by loading the needed submodules under stub parent
@@ -27,6 +27,7 @@ REFS: dict[str, list[str]] = {
     "swebench-4.1.0": ["swebench==4.1.0", "unidiff==0.7.5"],
     "harbor-0.25.0": ["harbor==0.25.0", "toml==0.10.2", "pathspec==0.12.1"],
     "django-4.2.17": ["django==4.2.17", "asgiref==3.8.1", "sqlparse==0.5.3"],
+    "verl-0.9.1": ["verl==0.9.1", "omegaconf==2.3.0", "antlr4-python3-runtime==4.9.3"],
 }
 ONLY_312 = {"harbor==0.25.0"}
 

@@ -1,14 +1,17 @@
 """Learning against a control: the same RL run at the configured learning rate and at lr 0, with the same
 seeds, over several seeds, and a test of whether training beat the control.
 
-The control arm runs the identical code path (rollouts, grading, the loss and its backward pass) with
-lr 0, so its policy never moves: its episodes measure what the starting policy does under the same seeds.
-Both arms see the same tasks in the same order and the same sampler seeds until the first update. The
+The control arm runs the same rollouts, grading and advantages with lr 0. It computes no loss and no
+backward pass: the trainer skips an lr-0 update (`Trainer.step`, `frozen`), which could not move the
+weights. So its policy never moves, and its episodes measure what the starting policy does under the same
+seeds. Both arms see the same tasks in the same order and the same sampler seeds until the first update. The
 verdict compares the outcomes of the last `window` steps of every seed, pooled per arm, with Fisher's
 exact test (one-sided, training > control). If training has no effect, the late episodes of both arms are
 draws of the same success probability and the test rejects with probability ≤ α (Fisher's test is exact
 conditional on the totals and conservative otherwise): a false pass below α. Requiring training ahead in
-every seed as well can only lower that rate.
+every seed as well can only lower that rate. That bound holds for one look: each configuration tried on
+the same seeds before the one kept is another chance to pass by luck, so k configurations tried give a
+false-pass bound of k·α (union bound); the README records how many were tried.
 
 `python -m leaf_train.rl.control --config FILE --out DIR [--seeds 0,1,2] [--window 3]` runs both arms,
 writes `learning.json` and `learning.png` (mean reward per step of both arms, one thin line per seed).
