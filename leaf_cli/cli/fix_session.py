@@ -87,14 +87,8 @@ def _on_terminal(json_out: bool, yes: bool) -> bool:
 
 def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
     """The engine `--model` names: through models.resolve.make_engine, or replay:PATH without it."""
-    try:
-        from leaf_cli.models.resolve import make_engine
-    except ImportError:
-        if not settings.model.startswith("replay:"):
-            raise LeafError(f"unknown model {settings.model!r}: this build only runs replay:PATH models") from None
-        from leaf_cli.llm.replay import ReplayEngine
+    from leaf_cli.models.resolve import make_engine
 
-        return ReplayEngine.from_file(Path(settings.model[len("replay:"):]).expanduser())
     return make_engine(settings.model, base_url=settings.base_url, api_key=settings.api_key,
                        constrain_tools=settings.constrain_tools, n_ctx=settings.n_ctx, yes=yes)
 

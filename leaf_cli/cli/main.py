@@ -50,13 +50,7 @@ def _register() -> None:
 
     fix.register(app)
     for module_name in ("runs", "models", "doctor", "config", "chat", "eval", "tasks", "train"):
-        try:
-            module = __import__(f"leaf_cli.cli.{module_name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"leaf_cli.cli.{module_name}":
-                raise
-            continue  # a command group not built yet
-        module.register(app)
+        __import__(f"leaf_cli.cli.{module_name}", fromlist=["register"]).register(app)
 
 
 _register()

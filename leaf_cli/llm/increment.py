@@ -63,13 +63,3 @@ def next_prompt(render: Render, messages: list[Message], covered: int, tools: li
                              f"character {at}: {before[at:at + 40]!r} vs {after[at:at + 40]!r})")
     text = before[closing + len(end):] + after[len(before):]
     return Extension(text if reply_closed else end + text)
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading tokens `a` and `b` share."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n

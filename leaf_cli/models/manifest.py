@@ -11,7 +11,6 @@ Built-in manifests ship in the wheel (`models/*.toml` at the repository root, pa
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -126,12 +125,3 @@ def parse_manifest(text: str, origin: str) -> Manifest:
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise LeafError(f"broken model manifest {origin}: {where}: {first['msg']}{more}") from None
-
-
-def load_manifest(path: Path) -> Manifest:
-    """Read and validate one manifest file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LeafError(f"cannot read model manifest {path}: {exc.strerror}") from None
-    return parse_manifest(text, str(path))
