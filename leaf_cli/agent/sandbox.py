@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
@@ -70,8 +70,8 @@ class AgentSandbox:
         while not socket_path.exists():
             if self.holder.poll() is not None or time.monotonic() > deadline:
                 self._stop_holder()
-                raise LeafError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
-                                "here?); pass --sandbox none to run the agent's commands without one")
+                raise InfraError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
+                                 "here?); pass --sandbox none to run the agent's commands without one", "sandbox")
             time.sleep(0.01)
         return self
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, TypeVar
 
 import typer
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import LeafError, exit_code
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,13 +20,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def user_errors(fn: F) -> F:
-    """Turn a LeafError raised by a command into one line on stderr and exit status 2, no traceback."""
+    """Turn a LeafError raised by a command into one line on stderr and its exit status (2 for bad input,
+    1 for an infrastructure failure), no traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except LeafError as exc:
-            raise fail(str(exc)) from None
+            raise fail(str(exc), exit_code(exc)) from None
 
     return wrapper  # type: ignore[return-value]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import LeafError, exit_code
 
 app = typer.Typer(
     name="leaf",
@@ -62,4 +62,4 @@ def run() -> None:
         app()
     except LeafError as exc:
         print(f"leaf: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(exit_code(exc))

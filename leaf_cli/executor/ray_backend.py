@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.executor.artifacts import pack, unpack
 from leaf_cli.executor.base import Done, Job, Needs
 from leaf_cli.executor.config import ExecutorConfig, parse_ray_address
@@ -118,7 +118,7 @@ class RayExecutor:
                 ray.init(address=address, namespace=cfg.namespace, log_to_driver=False,
                          job_config=JobConfig(metadata={"job_name": job_name}), **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise LeafError(f"cannot reach the Ray cluster at {cfg.address!r}: {exc}") from None
+                raise InfraError(f"cannot reach the Ray cluster at {cfg.address!r}: {exc}", "ray") from None
             self.owns = True
         self._remote = ray.remote(_run_remote)
         self._actor = ray.remote(LeafWorker)
@@ -156,7 +156,8 @@ class RayExecutor:
         done = next(running)
         running.close()
         if done.lost is not None:
-            raise LeafError(f"{job.name}: its Ray worker was lost {done.infra_retries + 1} time(s): {done.lost}")
+            raise InfraError(f"{job.name}: its Ray worker was lost {done.infra_retries + 1} time(s): {done.lost}",
+                             "worker_lost")
         return done.value
 
     def pool(self, make: Callable[[], Any], n: int, name: str, needs: Needs) -> list[RayWorker]:

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tasks.proc import run_process
 from leaf_cli.tasks.sandbox import HostPathSandbox
 from leaf_cli.tasks.task import Task
@@ -71,5 +71,5 @@ def build_image(task: Task) -> str:
         (Path(tmp) / "Dockerfile").write_text(text, encoding="utf-8")
         built = run_process(["docker", "build", "-t", tag, tmp], cwd=Path(tmp), timeout=task.timeouts.build_s)
     if not built.ok:
-        raise LeafError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}")
+        raise InfraError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}", "docker")
     return tag

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tasks.cache import cache_key, cache_root, locked
 from leaf_cli.tasks.container_args import run_args
 from leaf_cli.tasks.docker import DockerSandbox
@@ -102,14 +102,14 @@ def ensure_image(task: Task) -> str:
 
 
 def docker(args: list[str], *, timeout: float, check: bool = True, what: str = "") -> str | None:
-    """Run the docker CLI; its stdout, or None (check=False) / LeafError (check=True) when it fails."""
+    """Run the docker CLI; its stdout, or None (check=False) / InfraError (check=True) when it fails."""
     run = run_process(["docker", *args], cwd=Path.cwd(), timeout=timeout, env=docker_env())
     if run.ok:
         return run.stdout
     if not check:
         return None
     why = "timed out" if run.timed_out else (run.stderr.strip() or run.stdout.strip())[-400:]
-    raise LeafError(f"{what or 'docker ' + ' '.join(args[:2])}: {why}")
+    raise InfraError(f"{what or 'docker ' + ' '.join(args[:2])}: {why}", "docker")
 
 
 def image_tree(task: Task) -> Path:

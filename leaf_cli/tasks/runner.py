@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 
 from leaf_cli.agent import Limits
-from leaf_cli.errors import LeafError
+from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.attempt import make_attempt_workspace, run_attempt
 from leaf_cli.tasks.env import EnvBuildError, get_env
@@ -76,9 +76,7 @@ def run_eval(tasks: list[Task], engine_factory: Callable[[], Engine], config: Ev
         try:
             return _attempt(task, attempt, engine_factory, replace(plain, out=out), run_id)
         except (LeafError, OSError) as exc:  # a broken source or workspace: labelled, never dropped
-            verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                                  infra_failure="harness", error=f"{type(exc).__name__}: {exc}")
-            return _result(task, attempt, config, verdict, began), None
+            return _result(task, attempt, config, _infra(task, exc), began), None
 
     return _run_jobs(jobs, work, config, on_result)
 
@@ -148,8 +146,7 @@ def _rebase(value: tuple[AttemptResult, Prediction | None], scratch: Path, out: 
 
 
 def _lost(task: Task, attempt: int, config: EvalConfig, why: str) -> AttemptResult:
-    verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                          infra_failure="worker_lost", error=why, grader=grader_of(task))
+    verdict = GradeResult.infrastructure(task.instance_id, grader_of(task), "worker_lost", why)
     return _result(task, attempt, config, verdict, time.monotonic())
 
 
@@ -161,8 +158,7 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
         try:
             env = get_env(task, config.base_dir)
         except EnvBuildError as exc:
-            verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                                  infra_failure="env_build", error=str(exc), grader=grader_of(task))
+            verdict = GradeResult.infrastructure(task.instance_id, grader_of(task), "env_build", str(exc))
             return _result(task, attempt, config, verdict, began), None
     traj_path = config.out / "trajectories" / f"{_safe(task.instance_id)}__{attempt}.jsonl"
     verdict = None
@@ -211,8 +207,13 @@ def _safe_grade(task: Task, patch: str, config: EvalConfig, env=None, *, attempt
         return grade(task, patch, config.sandbox, base_dir=config.base_dir, env=env, workspace=workspace,
                      session=session, p2p_skip_ok=config.p2p_skip_ok, log_path=log_path)
     except (LeafError, OSError) as exc:
-        return GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
-                           infra_failure="harness", error=f"{type(exc).__name__}: {exc}", grader=grader_of(task))
+        return _infra(task, exc)
+
+
+def _infra(task: Task, exc: LeafError | OSError) -> GradeResult:
+    """An error under a valid attempt: an InfraError keeps its own label; anything else is the harness's."""
+    kind = exc.kind if isinstance(exc, InfraError) else "harness"
+    return GradeResult.infrastructure(task.instance_id, grader_of(task), kind, f"{type(exc).__name__}: {exc}")
 
 
 def _result(task: Task, attempt: int, config: EvalConfig, verdict: GradeResult, began: float) -> AttemptResult:

@@ -43,6 +43,12 @@ class GradeResult(BaseModel):
         """P2P tests that still pass (a skipped one counts only with `skip_ok`)."""
         return sum(o in GOOD or (skip_ok and o == "skipped") for o in self.p2p.values())
 
+    @classmethod
+    def infrastructure(cls, instance_id: str, grader: str, kind: str, error: str) -> "GradeResult":
+        """The verdict when the machinery failed before a grade: unresolved, labelled `kind`, never dropped."""
+        return cls(instance_id=instance_id, resolved=False, patch_applied="empty", infra_failure=kind,
+                   error=error, grader=grader)
+
     def tests_pass(self, p2p_skip_ok: bool = False) -> bool:
         """Every F2P passed and every P2P passed (or was skipped, with `p2p_skip_ok`)."""
         return self.f2p_passed == len(self.f2p) and self.p2p_kept(p2p_skip_ok) == len(self.p2p)
