@@ -139,7 +139,7 @@ def private_home(extra: Sequence[str] = (), hidden: Sequence[Path] = ()) -> Priv
         copy = root / "rw" / str(index)
         shutil.copytree(home / name, copy, symlinks=True)
         box.copies.append((copy, home / name))
-    identity = git_identity()
+    identity = git_identity(root)
     if identity:
         (root / "home" / ".gitconfig").write_text(identity)
     return box
@@ -177,13 +177,17 @@ def _under_any(path: Path, folders: Sequence[Path]) -> bool:
 GIT_TIMEOUT = 5.0
 
 
-def git_identity() -> str:
-    """A ~/.gitconfig with only the user's name and e-mail from their global git configuration ('' if none)."""
+def git_identity(cwd: Path) -> str:
+    """A ~/.gitconfig with only the user's name and e-mail from their global git configuration ('' if none).
+
+    Run in `cwd` (a fresh folder) with discovery stopped above it: never inside the agent's repository,
+    whose `.git/config` is the agent's to plant."""
     lines = []
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)}
     for key in ("name", "email"):
         try:
-            proc = subprocess.run(["git", "config", "--global", "--get", f"user.{key}"], capture_output=True,
-                                  text=True, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(["git", "config", "--global", "--get", f"user.{key}"], capture_output=True, cwd=cwd,
+                                  env=env, text=True, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return ""
         value = proc.stdout.strip().replace("\\", "\\\\").replace('"', '\\"')
