@@ -3,14 +3,19 @@
 `load_settings` returns the effective settings and, for `leaf config show`, where each value came from.
 
 A repository cannot loosen its own safety: its `.leaf.toml` may set the keys in RESTRICTED (the permission
-mode, the sandbox, the network, secrets let through, where requests and keys go) only once the user has
-trusted that repository (asked once on a terminal, remembered in leaf's state folder, which the sandbox
-hides from the agent). Until then those keys are ignored, with a warning.
+mode, the sandbox, the network, secrets let through, the home folders shown, where requests and keys go),
+and a `model` that names a file outside the repository or a hub download, only once the user has trusted
+those settings (asked on a terminal, remembered in leaf's state folder, which the sandbox hides from the
+agent). Trust is pinned to what was trusted: a hash of the file's safety settings, not its path, so a
+`.leaf.toml` that the agent (or a pull) changes is asked about again. Until then those keys are ignored,
+with a warning.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -22,7 +27,7 @@ from pydantic_settings import TomlConfigSettingsSource
 from leaf_cli.errors import LeafError
 
 REPO_CONFIG = ".leaf.toml"
-RESTRICTED = ("mode", "pass_env", "sandbox", "network", "base_url", "api_key")
+RESTRICTED = ("mode", "pass_env", "sandbox", "network", "base_url", "api_key", "sandbox_home")
 
 
 class Settings(BaseSettings):
@@ -41,7 +46,8 @@ class Settings(BaseSettings):
         "auto", description="Where the agent's commands run: auto is bubblewrap on Linux and sandbox-exec on macOS; "
                             "none runs them unsandboxed (with a warning).")
     network: bool = Field(False, description="Let the sandboxed commands reach the network.")
-    pass_env: list[str] = Field(default_factory=list, description="Secret-looking variables Bash may still see (names).")
+    pass_env: list[str] = Field(default_factory=list, description="Variables beyond the allowlist that Bash may see (names), credentials included.")
+    sandbox_home: list[str] = Field(default_factory=list, description="Folders or files of your home the sandboxed agent may read, beyond the toolchain allowlist (relative to the home, or absolute).")
     quiet: bool = Field(False, description="Hide the model's reasoning in the live view.")
     constrain_tools: bool = Field(False, description="Grammar-constrain tool calls (in-process engine).")
     temperature: float | None = Field(None, ge=0, description="Sampling temperature; the model's manifest decides when unset.")
@@ -63,10 +69,16 @@ class _Sources:
         flags = {k: v for k, v in flags.items() if v is not None and v != [] and k in Settings.model_fields}
         self.layers: list[tuple[str, dict[str, Any]]] = [("flag", flags), ("env", _read(EnvSettingsSource(Settings)))]
         self.ignored: list[str] = []
+        self.changed = False
         if repo_top is not None:
             values = _toml(repo_top / REPO_CONFIG)
-            self.ignored = [k for k in RESTRICTED if k in values]
-            if self.ignored and trusted(repo_top, trust, self.ignored):
+            self.ignored = restricted_keys(values, repo_top)
+            digest = safety_digest({k: values[k] for k in self.ignored})
+            self.changed = trust_state(repo_top, digest) == "changed"
+            if self.ignored and self.changed and trust is not None:
+                print(f"leaf: {repo_top / REPO_CONFIG} has changed its safety settings since you trusted it",
+                      file=sys.stderr)
+            if self.ignored and trusted(repo_top, trust, self.ignored, digest):
                 self.ignored = []
             for key in self.ignored:
                 values.pop(key)
@@ -93,20 +105,59 @@ def trust_file() -> Path:
     return state_root() / "trusted_repos.json"
 
 
-def trusted(top: Path, ask: TrustAsk | None, keys: list[str]) -> bool:
-    """Whether the user trusts the repository at `top` (asking once through `ask` when given)."""
-    path = trust_file()
+def restricted_keys(values: dict[str, Any], top: Path) -> list[str]:
+    """The keys of a repository's settings that need the user's trust: RESTRICTED, and `model` when it names
+    a file outside the repository (a path, `replay:PATH`) or a hub download (`hf:`), not a registry name."""
+    keys = [k for k in RESTRICTED if k in values]
+    if "model" in values and not _model_inside(str(values["model"]), top):
+        keys.append("model")
+    return keys
+
+
+def _model_inside(spec: str, top: Path) -> bool:
+    """A registry name (or a model id on the user's server), or a file inside the repository `top`."""
+    if spec.startswith("hf:"):
+        return False
+    path = spec.removeprefix("replay:")
+    is_path = (spec.startswith("replay:") or path.endswith(".gguf") or "/" in path or os.sep in path
+               or Path(path).expanduser().is_file())  # as models/resolve.py tells a path from a name
+    return not is_path or Path(path).expanduser().resolve().is_relative_to(top.resolve())
+
+
+def safety_digest(settings: dict[str, Any]) -> str:
+    """The pin of a repository's safety settings: a hash of their values, key order and formatting aside."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _pins() -> dict[str, str]:
+    """Trusted repositories: their path and the digest of the settings trusted there. The format before the
+    pins (a list of paths) reads as no pins at all: those repositories are asked about again."""
     try:
-        known = set(json.loads(path.read_text())) if path.is_file() else set()
+        data = json.loads(trust_file().read_text())
     except (OSError, ValueError):
-        known = set()
-    key = str(top.resolve())
-    if key in known:
+        return {}
+    pins = data.get("pins") if isinstance(data, dict) else None
+    return {k: v for k, v in pins.items() if isinstance(v, str)} if isinstance(pins, dict) else {}
+
+
+def trust_state(top: Path, digest: str) -> Literal["trusted", "changed", "new"]:
+    pinned = _pins().get(str(top.resolve()))
+    return "new" if pinned is None else ("trusted" if pinned == digest else "changed")
+
+
+def trusted(top: Path, ask: TrustAsk | None, keys: list[str], digest: str) -> bool:
+    """Whether the user trusts these settings (`digest`) of the repository at `top`, asking through `ask`
+    when given; a yes pins the digest, replacing what was trusted there before."""
+    if trust_state(top, digest) == "trusted":
         return True
     if ask is None or not ask(top, keys):
         return False
+    pins = {**_pins(), str(top.resolve()): digest}
+    path = trust_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(sorted(known | {key}), indent=1))
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    scratch.write_text(json.dumps({"version": 2, "pins": pins}, indent=1, sort_keys=True))
+    os.replace(scratch, path)  # whole or not at all: a torn file would read as no trust at all
     return True
 
 
@@ -118,8 +169,10 @@ def load_settings(flags: dict[str, Any] | None = None, repo_top: Path | None = N
     """
     sources = _Sources(flags or {}, repo_top, trust)
     if sources.ignored and repo_top is not None:
-        print(f"leaf: warning: ignoring {', '.join(sources.ignored)} from {repo_top / REPO_CONFIG}: this repository "
-              "is not trusted (leaf asks once on a terminal; or set them in your own config)", file=sys.stderr)
+        why = ("its safety settings changed since you trusted them" if sources.changed
+               else "this repository is not trusted")
+        print(f"leaf: warning: ignoring {', '.join(sources.ignored)} from {repo_top / REPO_CONFIG}: {why} "
+              "(leaf asks on a terminal; or set them in your own config)", file=sys.stderr)
     try:
         settings = Settings.model_validate(sources.merged())
     except ValidationError as exc:

@@ -1,9 +1,10 @@
 """The sandbox the agent's commands run in, by default: bubblewrap on Linux, Seatbelt on macOS.
 
-Inside: writes only to the work tree and a private /tmp (one per episode, so a file left there by one
-command is there for the next, as without a sandbox); the repository's `.git/config` and hooks read-only;
-leaf's state folder (runs, checkpoint store) and the home's credential folders hidden; the rest of the
-file system read-only; a private pid namespace (no `/proc` of leaf, and every process dies with the
+Inside: writes only to the work tree, a private /tmp (one per episode, so a file left there by one
+command is there for the next, as without a sandbox) and a private home (sandbox_home.py: empty but for the
+toolchain folders of an allowlist, read-only); the repository's `.git/config` and hooks read-only; leaf's
+state folder (runs, checkpoint store) and the home's credential folders hidden; the rest of the file
+system read-only; a private pid namespace (no `/proc` of leaf, and every process dies with the
 sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
 
 `--sandbox none` runs commands as plain subprocesses, after a warning that says what they can reach.
@@ -19,16 +20,21 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
+from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
 
-# Under the home folder: where credentials live. Hidden inside the sandbox (the rest of home is read-only).
+# Under the home folder: where credentials live. The sandbox's home shows only an allowlist of toolchain
+# folders (sandbox_home.py); these stay hidden even inside a folder the user adds to it (and on macOS).
 HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub", ".docker",
                 ".kube", ".netrc", ".git-credentials", ".pgpass", ".pypirc", ".npmrc", ".config/leaf",
-                ".local/share/keyrings", ".password-store", ".vault-token")
+                ".local/share/keyrings", ".password-store", ".vault-token", ".config/git/credentials",
+                ".cache/huggingface", ".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
+                ".m2/settings.xml", ".gradle/gradle.properties", ".config/pypoetry/auth.toml", ".bundle/config")
 
 NO_SANDBOX_WARNING = ("leaf: warning: --sandbox none: the agent's commands run as you, with no sandbox. They can "
                       "read and write your home folder, other repositories and leaf's state folder {state} "
@@ -57,6 +63,7 @@ class AgentSandbox:
     holder_argv: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     holder: subprocess.Popen[bytes] | None = None
+    home: PrivateHome | None = None
 
     def start(self) -> "AgentSandbox":
         """Start the episode's sandbox (its pid namespace and command server)."""
@@ -89,6 +96,9 @@ class AgentSandbox:
         if self.tmp_dir is not None:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             self.tmp_dir = None
+        if self.home is not None:
+            self.home.close()
+            self.home = None
 
     def _stop_holder(self) -> None:
         if self.holder is not None:
@@ -150,8 +160,11 @@ def sandbox_program(kind: str) -> str:
 
 
 def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: bool = False,
-                 git_dirs: tuple[Path, ...] = (), env: dict[str, str] | None = None) -> AgentSandbox:
+                 git_dirs: tuple[Path, ...] = (), env: dict[str, str] | None = None,
+                 home_extra: Sequence[str] = ()) -> AgentSandbox:
     """The sandbox for one episode in work tree `top` (commands start in `cwd`).
+
+    `home_extra` are the user's additions to the home's allowlist (`sandbox_home`, under the home or absolute).
 
     `git_dirs` are the repository's git dir and common dir when they lie outside `top` (a linked worktree):
     writable, as the agent's own commits need them, with their config and hooks protected all the same.
@@ -170,18 +183,31 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     if kind == "bwrap":
         from leaf_cli.tools.bwrap import bwrap_argv
 
-        sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
-                             protect=protect, hidden=hidden)
-        return with_shell(sandbox, tmp_dir, env)
+        home = private_home(home_extra, hidden)
+        try:
+            if home is not None:
+                hidden = [h for h in hidden if home.shows(h, writable)]  # the rest are not in the private home at all
+                home.capture_login(bwrap_argv(exe, cwd=home.home, writable=[], hidden=hidden,
+                                              home=home.bwrap_args(startup=True)), env)
+            sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
+                                 protect=protect, hidden=hidden, home=home.bwrap_args() if home else ())
+            return with_shell(sandbox, tmp_dir, env, home)
+        except BaseException:
+            if home is not None:
+                home.close()
+            raise
     else:
         from leaf_cli.tools.seatbelt import seatbelt_argv, seatbelt_profile
 
+        readable = visible_folders(Path.home(), home_extra, hidden)
         prefix = seatbelt_argv(exe, seatbelt_profile(writable=writable, tmp_dir=tmp_dir, protect=protect,
-                                                     hidden=hidden, network=network))
+                                                     hidden=hidden, network=network, home=Path.home(),
+                                                     home_readable=readable))
     return AgentSandbox(kind, prefix, tmp_dir)
 
 
-def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) -> AgentSandbox:
+def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
+               home: PrivateHome | None = None) -> AgentSandbox:
     """The episode's bwrap running the command server, and the client argv each command runs through.
 
     `sandbox` is a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp; `env` is the holder's own
@@ -195,24 +221,29 @@ def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None) ->
     inside = f"{PRIVATE_TMP}/.leaf"
     holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]
     client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(shell_dir / "sock"), "--"]
-    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env).start()
+    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, home=home).start()
 
 
 _TMP_PREFIX = "leaf-tmp-"
 
 
 def _sweep_stale_tmp() -> None:
-    """Remove the private /tmp folders of leaf processes that are gone (killed before they could clean up)."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
-        pid = folder.name[len(_TMP_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or folder.stat().st_uid != os.getuid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except PermissionError:
-            pass  # alive, someone else's
+    """Remove the private /tmp and home folders of leaf processes that are gone (killed before they could
+    clean up)."""
+    for prefix in (_TMP_PREFIX, HOME_PREFIX):
+        for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+            _sweep_one(folder, folder.name[len(prefix):].split("-", 1)[0])
+
+
+def _sweep_one(folder: Path, pid: str) -> None:
+    if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+        return
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        shutil.rmtree(folder, ignore_errors=True)
+    except PermissionError:
+        pass  # alive, someone else's
 
 
 def _protected(top: Path, git_dirs: tuple[Path, ...]) -> list[Path]:

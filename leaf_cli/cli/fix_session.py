@@ -233,7 +233,7 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
     paths = locate(top)
     git_dirs = tuple(dict.fromkeys((paths.git_dir, paths.common_dir))) if paths else ()
     return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs,
-                        env=scrub_env(os.environ, settings.pass_env))
+                        env=scrub_env(os.environ, settings.pass_env), home_extra=settings.sandbox_home)
 
 
 def sampling_for_model(settings: Any) -> Any:

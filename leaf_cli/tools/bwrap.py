@@ -15,13 +15,14 @@ PRIVATE_TMP = Path("/tmp")
 
 def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Sequence[Path] = (),
                network: bool = False, tmp_dir: Path | None = None, protect: Sequence[Path] = (),
-               hidden: Sequence[Path] = ()) -> list[str]:
+               hidden: Sequence[Path] = (), home: Sequence[str] = ()) -> list[str]:
     """`exe` (bwrap) with: the root file system read-only, a private /tmp, its own pid and ipc namespaces,
     no network unless asked, `writable` and `readonly` bound over that, and `cwd` as the working folder.
 
     `tmp_dir` is bound as /tmp (one private /tmp that lasts across commands) instead of a fresh tmpfs;
     `protect` paths are bound read-only *over* the writable ones (a repository's `.git/config`, hooks);
-    `hidden` paths are covered last: a folder by an empty tmpfs, a file by /dev/null.
+    `hidden` paths are covered last: a folder by an empty tmpfs, a file by /dev/null. `home` are the bwrap
+    arguments that mount the private home (agent/sandbox_home.py), before everything bound into it.
 
     The running interpreter (and its venv) is bound back when it lives under /tmp: environments are venvs
     whose `python` links to it, and the private /tmp would hide it.
@@ -31,6 +32,7 @@ def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Seque
            "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
     if not network:
         cmd.append("--unshare-net")
+    cmd += home
     for path in [*_interpreter_under_tmp(), *readonly]:  # after --tmpfs: bound over the empty /tmp
         cmd += ["--ro-bind", str(path), str(path)]
     for path in writable:

@@ -35,10 +35,11 @@ def ask_review(console: Console) -> Choice:
 
 
 def ask_trust(top: object, keys: list[str]) -> bool:
-    """Ask once whether a repository's .leaf.toml may set safety settings (remembered when yes)."""
+    """Ask whether a repository's .leaf.toml may set these safety settings (remembered, for exactly these
+    values, when yes)."""
     console = Console(stderr=True, highlight=False)
     console.print(f"[bold]{markup_safe(str(top))}/.leaf.toml sets {markup_safe(', '.join(keys))}[/bold], which loosen "
-                  "or redirect leaf's safety. Trust this repository's settings from now on?")
+                  "or redirect leaf's safety. Trust these settings? (leaf asks again when they change)")
     return Prompt.ask("Trust it? \\[y]es, \\[n]o", console=console, choices=["y", "n"], default="n",
                       show_choices=False) == "y"
 

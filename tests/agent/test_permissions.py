@@ -70,8 +70,9 @@ def test_always_stops_asking_for_that_tool() -> None:
 def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    outside = Path.home() / f".leaf-bwrap-probe-{tmp_path.name}"
-    script = f"echo ok > inside.txt; touch {outside} 2>/dev/null && echo wrote-outside; " \
+    outside = Path("/usr") / f".leaf-bwrap-probe-{tmp_path.name}"
+    home = Path.home() / f".leaf-bwrap-probe-{tmp_path.name}"  # the sandbox's home is private: the write stays there
+    script = f"echo ok > inside.txt; touch {outside} 2>/dev/null && echo wrote-outside; touch {home}; " \
              "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null || echo no-network"
     sandbox = open_sandbox("bwrap", work, work, tmp_path / "state")
     proc = subprocess.run([*sandbox.prefix, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30,
@@ -80,5 +81,5 @@ def test_bwrap_prefix_blocks_network_and_writes_outside(tmp_path: Path) -> None:
     if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
         pytest.skip(f"bubblewrap cannot create namespaces here: {proc.stderr.strip()}")
     assert (work / "inside.txt").read_text() == "ok\n"
-    assert "wrote-outside" not in proc.stdout and not outside.exists()
+    assert "wrote-outside" not in proc.stdout and not outside.exists() and not home.exists()
     assert "no-network" in proc.stdout

@@ -95,7 +95,8 @@ def test_secrets_are_scrubbed_from_bash(git_repo: Path, tmp_path: Path) -> None:
            "PASSED_TOKEN": "passed"}
     _code, out = fix_json(git_repo, spec, "--pass-env", "PASSED_TOKEN", "task", env=env)
     observation = out["messages"][3]["content"]
-    assert "PLAIN_VALUE=visible" in observation and "PASSED_TOKEN=passed" in observation
+    # an allowlist: PATH is there, a variable off the list is not (whatever its name), --pass-env lets one in
+    assert "\nPATH=" in observation and "PLAIN_VALUE" not in observation and "PASSED_TOKEN=passed" in observation
     for secret in ("ghp-secret", "sk-secret", "DB_PASSWORD"):
         assert secret not in observation
 
