@@ -34,10 +34,14 @@ SWAPPER = """\
 import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 pairs = [(sys.argv[i].encode(), sys.argv[i + 1].encode()) for i in range(1, len(sys.argv), 2)]
+swaps = 0
 while True:
     for a, b in pairs:
         if libc.renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
             raise SystemExit(ctypes.get_errno())
+    swaps += 1
+    if swaps == 1000:
+        open(".swapping", "w").close()  # the race is on
 """
 
 
@@ -78,10 +82,29 @@ def observations(out: dict) -> list[str]:
 
 
 def start_swapping(*pairs: str) -> dict:
-    """The agent's first turn: the swapper written into the tree, started in the background, given a moment."""
+    """The agent's first turn: the swapper written into the tree and started in the background; the turn
+    ends once it is swapping."""
     names = " ".join(pairs)
+    wait = "for i in $(seq 600); do test -e .swapping && break; sleep 0.05; done"
     return turn(call("Write", file_path=".swap.py", content=SWAPPER),
-                call("Bash", command=f"nohup python3 .swap.py {names} >/dev/null 2>&1 & sleep 0.5; echo started"))
+                call("Bash", command=f"nohup python3 .swap.py {names} >/dev/null 2>&1 & {wait}; ls .swapping"))
+
+
+def spread(calls: list[dict], batches: int = 8) -> list[dict]:
+    """`calls` in batches with a short Bash sleep between them: the race spans time, so a swapper that the
+    busy machine leaves unscheduled for a moment still meets some of them on each side."""
+    out: list[dict] = []
+    size = -(-len(calls) // batches)
+    for i in range(0, len(calls), size):
+        out += [*calls[i:i + size], call("Bash", command=f"sleep 0.1 # {i}")]
+    return out
+
+
+def answers(out: dict, calls: list[dict], name: str) -> list[str]:
+    """The observations of the race turn's calls of tool `name` (after the two calls that start the swapper)."""
+    seen = observations(out)[2:]
+    assert len(seen) == len(calls), seen
+    return [text for c, text in zip(calls, seen) if c["name"] == name]
 
 
 @pytest.fixture()
@@ -94,7 +117,9 @@ def swapper(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     (root / "keys").symlink_to(secret)
     (root / ".swap.py").write_text(SWAPPER)
     proc = subprocess.Popen(["python3", ".swap.py", "sub", "keys"], cwd=root)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while not (root / ".swapping").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         yield root.resolve(), secret
     finally:
@@ -117,8 +142,11 @@ def test_the_race_wins_against_a_check_then_open(swapper: tuple[Path, Path]) -> 
             pass
     assert leaked, f"the swap never won the race in {tries} tries"
     # The same race against the tools as they are now: the walk beneath the tree never follows `sub` out.
-    seen = [run_tool_call(ToolCall(id="c", name="Read", arguments={"file_path": "sub/id_rsa"}), ws).text
-            for _ in range(300)]
+    seen = []
+    for i in range(300):
+        seen.append(run_tool_call(ToolCall(id="c", name="Read", arguments={"file_path": "sub/id_rsa"}), ws).text)
+        if i % 20 == 0:
+            time.sleep(0.01)  # spread over time: the swapper gets its turns on a busy machine
     assert not any(KEY in text for text in seen)
     assert any(t.startswith("PermissionError: sub/id_rsa is outside") for t in seen)  # it saw the link ...
     assert any(t.startswith("FileNotFoundError") for t in seen)  # ... and the folder
@@ -149,13 +177,18 @@ def test_read_and_write_through_a_swapped_symlink_reach_nothing_outside(
     (repo / "keys").symlink_to(home / ".ssh")
     (repo / "vict").symlink_to(home / "victim")
     # Each call differs from the one before (5 identical calls in a row end a `leaf fix` run as a loop).
-    race = [call("Read", file_path="sub/id_rsa", limit=1000 + i) for i in range(80)]
-    race += [call("Write", file_path="sub2/file.txt", content=f"AGENT{i:02d}\n") for i in range(40)]
-    race += [call("Glob", pattern="sub/*", path="." if i % 2 else "./") for i in range(20)]
+    race = []
+    for i in range(80):
+        race.append(call("Read", file_path="sub/id_rsa", limit=1000 + i))
+        if i % 2:
+            race.append(call("Write", file_path="sub2/file.txt", content=f"AGENT{i:02d}\n"))
+        if i % 4 == 0:
+            race.append(call("Glob", pattern="sub/*", path="." if i % 8 else "./"))
+    race = spread(race)
     out = run_fix(repo, tmp_path, sandbox, home, start_swapping("sub", "keys", "sub2", "vict"), turn(*race),
                   {"content": "ok"})
-    seen = observations(out)[2:]
-    reads, writes, globs = seen[:80], seen[80:120], seen[120:]
+    seen = observations(out)
+    reads, writes, globs = (answers(out, race, name) for name in ("Read", "Write", "Glob"))
     # The attack took effect: the tools met the link and the folder, both, under each name.
     assert any(t.startswith("PermissionError: sub/id_rsa is outside") for t in reads), reads[:5]
     assert any(t.startswith("FileNotFoundError") for t in reads), reads[:5]
@@ -195,9 +228,9 @@ def test_a_folder_swapped_with_a_link_to_git_is_not_written(tmp_path: Path, sand
     (repo / "gitlink").symlink_to(".git")
     config = (repo / ".git" / "config").read_bytes()
     planted = "[core]\n\tfsmonitor = touch fsmonitor-ran\n#{:02d}\n"
-    race = [call("Write", file_path="src/config", content=planted.format(i)) for i in range(60)]
+    race = spread([call("Write", file_path="src/config", content=planted.format(i)) for i in range(60)])
     out = run_fix(repo, tmp_path, sandbox, home, start_swapping("src", "gitlink"), turn(*race), {"content": "ok"})
-    seen = observations(out)[2:]
+    seen = answers(out, race, "Write")
     assert any(t.startswith("PermissionError: writing inside .git") or "Read-only file system" in t
                for t in seen), seen[:5]  # the swap was seen
     assert any(t == f"Wrote src/config ({len(planted.format(0))} bytes)." for t in seen), seen[:5]
