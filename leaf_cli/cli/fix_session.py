@@ -295,14 +295,24 @@ def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
 
     def confirm(call: Any) -> str:
         view.pause()
-        before = None
-        path = call.arguments.get("file_path")
-        if isinstance(path, str):
-            target = (root / path) if not os.path.isabs(path) else Path(path)
-            before = target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
-        return ask_permission(console, call, before)
+        return ask_permission(console, call, _current_text(root, call.arguments.get("file_path")))
 
     return confirm
+
+
+def _current_text(root: Path, path: object) -> str | None:
+    """The file a Write or Edit would change, for the preview: read as the confined tools read it (beneath
+    the work tree, never through a symlink out of it, never a pipe), None when there is none to show."""
+    from leaf_cli.tools import Workspace
+    from leaf_cli.tools.textfile import load_target
+
+    if not isinstance(path, str) or not path:
+        return None
+    workspace = Workspace(root)
+    try:
+        return load_target(workspace.target(path), workspace).text
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 __all__ = ["Plan", "Result", "agent_workspace", "confirm_prompt", "execute", "make_engine_for", "prepare",

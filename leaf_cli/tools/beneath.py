@@ -9,10 +9,10 @@ target counts only when it names a place under the root (it is then walked from 
 folder's descriptor, not its name. A symlink inside the tree that points inside it is followed, as FrogNano's
 harness followed it; one that leads out is `OutsideWorkspaceError`.
 
-What the walk returns is a `Place`: the descriptor of the last folder, the final name in it (not a symlink
-when the walk was asked to follow the last component, as far as the walk could see: the caller opens it with
-O_NOFOLLOW, so a link swapped in afterwards fails with ELOOP instead of being followed), and the logical
-real path, for messages and for the observation's name.
+What the walk returns is a `Place`: the descriptor of the last folder, the final name in it (a symlink there
+is followed too, so the name is not one as far as the walk could see: the caller opens it with O_NOFOLLOW,
+and a link swapped in afterwards fails with ELOOP instead of being followed), and the logical real path, for
+messages and for the observation's name.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Place:
         self.close()
 
 
-def walk(root: str, parts: list[str], *, follow_last: bool = True, create_dirs: bool = False) -> Place:
+def walk(root: str, parts: list[str], *, create_dirs: bool = False) -> Place:
     """Walk `parts` (components relative to `root`, which is a resolved absolute path) beneath `root`.
 
     Raises Escape when a step leaves the root, OSError as the kernel words it (its filename the real path of
@@ -85,9 +85,6 @@ def walk(root: str, parts: list[str], *, follow_last: bool = True, create_dirs: 
                 continue
             here = prefix + "".join("/" + n for n in names) + "/" + part
             last = not pending
-            if last and not follow_last:
-                pending.append(part)
-                break
             target = _link_target(stack[-1], part, here)
             if target is not None:
                 links += 1
