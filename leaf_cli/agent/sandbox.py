@@ -66,13 +66,14 @@ class AgentSandbox:
     tool_prefix: list[str] = field(default_factory=list)
     hosts: list[ToolHost] = field(default_factory=list, repr=False)
 
-    def file_host(self, root: Path, home: str | None) -> ToolHost | None:
+    def file_host(self, root: Path, home: str | None, *, confined: bool = True) -> ToolHost | None:
         """The episode's file-tool host for work tree `root`, inside this sandbox (None without one: then the
-        tools run in leaf's process, beneath the tree). Confined: the observations are `leaf fix`'s own, and
-        a path outside the tree is refused before the sandbox would stop it."""
+        tools run in leaf's process, beneath the tree). Confined (`leaf fix`): the observations are `leaf
+        fix`'s own, and a path outside the tree is refused before the sandbox would stop it; unconfined
+        (`leaf eval`'s attempts): any path, as FrogNano's harness took it."""
         if not self.tool_prefix:
             return None
-        host = ToolHost([*self.tool_prefix, *host_argv(root, confined=True)], env=host_env(home), cwd=root)
+        host = ToolHost([*self.tool_prefix, *host_argv(root, confined=confined)], env=host_env(home), cwd=root)
         self.hosts.append(host)
         return host
 
