@@ -1,12 +1,14 @@
 """Benchmark leaf's tools against the Unix baselines on a 100,000-file git repository.
 
     python bench/bench_tools.py [--files 100000] [--read-files 1000] [--bash-mb 300] [--repeat 5]
+    python bench/bench_tools.py --files 2000 --parts host [--host-calls 500]
 
 Glob is timed against `git ls-files` (the index listing, the fastest way to list a repository), both for
 the first Glob of an episode (cold) and a repeated one (warm: folder listings reused while unchanged); Read
 against `cat` (one process for all N files, and one process per file as an agent's `cat` would be), and
 Bash's peak memory with a 300 MB output against the same tool running a tiny command, each measured in a
-fresh interpreter so ru_maxrss is not shared. The tree is built once under bench/out/ (gitignored).
+fresh interpreter so ru_maxrss is not shared. `host` prices the file tools in `leaf fix`'s sandbox (the
+bwrap tool host against the same calls in process). The tree is built once under bench/out/ (gitignored).
 Leaf and its baseline run in turns, so background load falls on both alike. Targets (DESIGN.md): Glob and
 Read <= 2x their baselines; memory flat whatever the output size. A cold Glob cannot meet 2x: reading
 100,000 directory entries in Python costs about 3x git's index read on its own, which is why the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +128,47 @@ def bench_read(tree: Path, n: int, repeat: int) -> list[tuple[str, float, float]
             (f"Read x{n} vs `cat` per file", per_file["leaf"], per_file["cat"])]
 
 
+def bench_host(tree: Path, n: int, repeat: int) -> list[tuple[str, float, float]]:
+    """What running the file tools in the episode's sandbox costs (`leaf fix`'s default, issue 23): N Reads
+    and N Writes through the bwrap tool host (warm: one host per episode, started before timing) against the
+    same calls in this process on a confined workspace (`--sandbox none`: each path walked beneath the tree
+    from a descriptor); and that walk against an unconfined plain open (eval's tools, inside their host).
+    The host's start (bwrap plus a Python that imports leaf's tools) is paid once per episode, at the first
+    file-tool call, and timed on its own."""
+    import tempfile
+
+    from leaf_cli.agent.sandbox import open_sandbox
+    from leaf_cli.llm.messages import ToolCall
+    from leaf_cli.tools import Workspace, run_tool_call
+
+    listed = subprocess.run(["git", "ls-files"], cwd=tree, capture_output=True, text=True, check=True).stdout.split()
+    paths = random.Random(3).sample(listed, n)
+    reads = [ToolCall(id="r", name="Read", arguments={"file_path": p}) for p in paths]
+    writes = [ToolCall(id="w", name="Write", arguments={"file_path": f"bench-host/{i % 50}/f{i}.txt",
+                                                        "content": f"line {i}\n" * 20}) for i in range(n)]
+    state = Path(tempfile.mkdtemp(prefix="leaf-bench-state-"))
+    box = open_sandbox("bwrap", tree, tree, state)
+    try:
+        host = box.file_host(tree, str(Path.home()))
+        hosted, here, free = Workspace(tree, file_host=host), Workspace(tree), Workspace(tree, confined=False)
+        start = time.perf_counter()
+        run_tool_call(reads[0], hosted)
+        first = time.perf_counter() - start
+        run = lambda ws, calls: lambda: [run_tool_call(c, ws) for c in calls]  # noqa: E731
+        t = side_by_side({"host read": run(hosted, reads), "here read": run(here, reads), "free read": run(free, reads),
+                          "host write": run(hosted, writes), "here write": run(here, writes)}, repeat)
+        single = side_by_side({"host": run(hosted, reads[:1]), "here": run(here, reads[:1])}, repeat * 20)
+    finally:
+        box.close()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(tree / "bench-host", ignore_errors=True)
+    return [(f"Read x{n}: sandbox host vs in process (confined)", t["host read"], t["here read"]),
+            (f"Write x{n}: sandbox host vs in process (confined)", t["host write"], t["here write"]),
+            (f"Read x{n} in process: confined walk vs plain open", t["here read"], t["free read"]),
+            ("host start + first Read vs one warm host Read", first, single["host"]),
+            ("one Read: sandbox host vs in process", single["host"], single["here"])]
+
+
 _PROBE = """
 import resource, sys, time, tracemalloc
 from leaf_cli.tools import Workspace
@@ -157,7 +201,9 @@ def main() -> None:
     parser.add_argument("--read-files", type=int, default=1_000)
     parser.add_argument("--bash-mb", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--parts", nargs="+", choices=["glob", "read", "bash"], default=["glob", "read", "bash"])
+    parser.add_argument("--host-calls", type=int, default=500)
+    parser.add_argument("--parts", nargs="+", choices=["glob", "read", "host", "bash"],
+                        default=["glob", "read", "host", "bash"])
     opts = parser.parse_args()
     tree = build_tree(opts.files)
 
@@ -167,6 +213,10 @@ def main() -> None:
         print(f"\n{'operation':58} {'leaf':>10} {'baseline':>10} {'ratio':>7}  target")
     for name, leaf, base in timed:
         print(f"{name:58} {leaf * 1000:8.1f}ms {base * 1000:8.1f}ms {leaf / base:6.2f}x  <= 2x")
+    if "host" in opts.parts:
+        print(f"\n{'file tools in the sandbox (cost, no target)':58} {'measured':>10} {'baseline':>10} {'ratio':>7}")
+        for name, leaf, base in bench_host(tree, opts.host_calls, opts.repeat):
+            print(f"{name:58} {leaf * 1000:8.2f}ms {base * 1000:8.2f}ms {leaf / base:6.2f}x")
     if "bash" not in opts.parts:
         return
     rows = bench_bash_memory(tree, opts.bash_mb)

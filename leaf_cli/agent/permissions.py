@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from leaf_cli.llm.messages import ToolCall
+from leaf_cli.tools import texts
 
 Mode = Literal["ask", "auto-edit", "yolo"]
 MODES: tuple[str, ...] = ("ask", "auto-edit", "yolo")
@@ -80,8 +81,10 @@ def safety_refusal(call: ToolCall, root: Path, home: Path) -> str | None:
     """Why this call must not run in any mode, or None. Checks Bash commands and Write/Edit targets.
 
     Every argument name a tool accepts for its path (Write's and Edit's `path` alias of `file_path` too) is
-    checked, on the path as resolved (symlinks followed). The sandbox is the boundary; this is a courtesy
-    that explains a refusal to the model before the sandbox would fail the call.
+    checked, on the path as the tool reads it (`~` expanded, never `$HOME`: the tools expand no variables)
+    and resolved (symlinks followed). The sandbox, and the tools' own walk beneath the work tree, are the
+    boundary; this is a courtesy that explains a refusal to the model before they would fail the call. It
+    never raises: a path that cannot be resolved (a symlink swapped while realpath reads it) is a refusal.
     """
     name = call.name.lower()
     try:
@@ -91,11 +94,12 @@ def safety_refusal(call: ToolCall, root: Path, home: Path) -> str | None:
         if name in EDIT_TOOLS:
             for key in PATH_KEYS:
                 path = call.arguments.get(key)
-                if isinstance(path, str) and path and _in_git_internals(_resolve(path, root, home), root):
-                    return (f"writing inside .git ({path}) is not allowed: it could run code on the user's next "
-                            "git command")
-    except ValueError as exc:  # a NUL byte in a path, for one: the call is refused, the run goes on
+                if isinstance(path, str) and path and _in_git_internals(_tool_path(path, root, home), root):
+                    return texts.GIT_WRITE.format(path=path)
+    except (ValueError, RuntimeError) as exc:  # a NUL byte in a path, `~nosuchuser`: refused, the run goes on
         return f"the call's arguments are not usable ({exc})"
+    except OSError as exc:  # the file system changed under the check (a swapped symlink): refused, not a crash
+        return f"the call's paths could not be checked ({type(exc).__name__}: {exc}); try the call again"
     return None
 
 
@@ -296,6 +300,17 @@ def _resolve(path: str, cwd: Path, home: Path) -> Path:
         if path == var or path.startswith(var + "/"):
             path = str(cwd) + path[len(var):]
     candidate = Path(path) if os.path.isabs(path) else cwd / path
+    return Path(os.path.realpath(candidate))
+
+
+def _tool_path(path: str, root: Path, home: Path) -> Path:
+    """Where a file tool's path argument leads, as Workspace.target reads it: `~` is the home, no variable
+    is expanded (a folder named `$HOME` in the work tree is a folder), relative paths start at the root."""
+    if path == "~" or path.startswith("~/"):
+        path = str(home) + path[1:]
+    elif path.startswith("~"):
+        path = os.path.expanduser(path)
+    candidate = Path(path) if os.path.isabs(path) else root / path
     return Path(os.path.realpath(candidate))
 
 

@@ -7,7 +7,11 @@ state folder (runs, checkpoint store) and the home's credential folders hidden; 
 system read-only; a private pid namespace (no `/proc` of leaf, and every process dies with the
 sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
 
-`--sandbox none` runs commands as plain subprocesses, after a warning that says what they can reach.
+The file tools (Read, Write, Edit, Glob) run inside the same sandbox, in a tool host of the episode
+(`file_host`, tools/host.py) with the same binds and the same /tmp: the sandbox is the boundary for every
+tool, and the tools' path checks only explain a refusal. `--sandbox none` runs commands as plain
+subprocesses, after a warning that says what they can reach, and the file tools in leaf's own process, where
+they walk each path beneath the work tree without following a symlink out of it (tools/beneath.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Sequence
 from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP
+from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
 
@@ -54,7 +59,8 @@ class AgentSandbox:
     """What Workspace needs (`prefix`) and what to clean up when the episode ends (`end_episode`, `close`).
 
     With bubblewrap, `holder` is the episode's one bwrap, running the command server; `prefix` is then the
-    client that hands each command to it (sandbox_shell.py).
+    client that hands each command to it (sandbox_shell.py). `tool_prefix` runs a program inside a sandbox
+    with the same binds (the bwrap or Seatbelt argv itself): the file tools' host runs under it.
     """
 
     kind: str
@@ -64,6 +70,19 @@ class AgentSandbox:
     env: dict[str, str] | None = None
     holder: subprocess.Popen[bytes] | None = None
     home: PrivateHome | None = None
+    tool_prefix: list[str] = field(default_factory=list)
+    hosts: list[ToolHost] = field(default_factory=list, repr=False)
+
+    def file_host(self, root: Path, home: str | None, *, confined: bool = True) -> ToolHost | None:
+        """The episode's file-tool host for work tree `root`, inside this sandbox (None without one: then the
+        tools run in leaf's process, beneath the tree). Confined (`leaf fix`): the observations are `leaf
+        fix`'s own, and a path outside the tree is refused before the sandbox would stop it; unconfined
+        (`leaf eval`'s attempts): any path, as FrogNano's harness took it."""
+        if not self.tool_prefix:
+            return None
+        host = ToolHost([*self.tool_prefix, *host_argv(root, confined=confined)], env=host_env(home), cwd=root)
+        self.hosts.append(host)
+        return host
 
     def start(self) -> "AgentSandbox":
         """Start the episode's sandbox (its pid namespace and command server)."""
@@ -83,7 +102,9 @@ class AgentSandbox:
         return self
 
     def end_episode(self) -> None:
-        """Kill every process of the episode (the whole pid namespace); `ensure_started` makes a fresh one."""
+        """Kill every process of the episode (the whole pid namespace, the file tools' host); `ensure_started`
+        makes a fresh one (and a host starts again at the next file-tool call)."""
+        self._stop_hosts()
         self._stop_holder()
 
     def ensure_started(self) -> None:
@@ -92,6 +113,7 @@ class AgentSandbox:
             self.start()
 
     def close(self) -> None:
+        self._stop_hosts()
         self._stop_holder()
         if self.tmp_dir is not None:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
@@ -99,6 +121,10 @@ class AgentSandbox:
         if self.home is not None:
             self.home.close()
             self.home = None
+
+    def _stop_hosts(self) -> None:
+        for host in self.hosts:
+            host.close()
 
     def _stop_holder(self) -> None:
         if self.holder is not None:
@@ -189,8 +215,10 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
                 hidden = [h for h in hidden if home.shows(h, writable)]  # the rest are not in the private home at all
                 home.capture_login(bwrap_argv(exe, cwd=home.home, writable=[], hidden=hidden,
                                               home=home.bwrap_args(startup=True)), env)
-            sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, network=network, tmp_dir=tmp_dir,
-                                 protect=protect, hidden=hidden, home=home.bwrap_args() if home else ())
+            # leaf's own package is bound back for the file tools' host (a checkout under /tmp is hidden otherwise)
+            sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, readonly=[leaf_root()], network=network,
+                                 tmp_dir=tmp_dir, protect=protect, hidden=hidden,
+                                 home=home.bwrap_args() if home else ())
             return with_shell(sandbox, tmp_dir, env, home)
         except BaseException:
             if home is not None:
@@ -203,7 +231,7 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
         prefix = seatbelt_argv(exe, seatbelt_profile(writable=writable, tmp_dir=tmp_dir, protect=protect,
                                                      hidden=hidden, network=network, home=Path.home(),
                                                      home_readable=readable))
-    return AgentSandbox(kind, prefix, tmp_dir)
+    return AgentSandbox(kind, prefix, tmp_dir, tool_prefix=prefix)
 
 
 def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
@@ -221,7 +249,8 @@ def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
     inside = f"{PRIVATE_TMP}/.leaf"
     holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]
     client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(shell_dir / "sock"), "--"]
-    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, home=home).start()
+    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, home=home,
+                        tool_prefix=list(sandbox)).start()
 
 
 _TMP_PREFIX = "leaf-tmp-"

@@ -106,10 +106,8 @@ class ChatSession:
 
         from leaf_cli.agent.permissions import make_gate
         from leaf_cli.agent.prompt import SYSTEM_PROMPT
-        from leaf_cli.agent.secrets import scrub_env
-        from leaf_cli.cli.fix_session import confirm_prompt, open_agent_sandbox
+        from leaf_cli.cli.fix_session import agent_workspace, confirm_prompt, open_agent_sandbox
         from leaf_cli.llm.messages import Conversation, Message
-        from leaf_cli.tools import Workspace
 
         self.root, self.top, self.settings, self.engine, self.yes = root, top, settings, engine, yes
         self.console = Console(stderr=True, highlight=False)
@@ -117,8 +115,7 @@ class ChatSession:
         self.mode = "yolo" if yes else (settings.mode or "ask")
         self.gate = make_gate(self.mode, root, None if yes else confirm_prompt(self.console, self.current, root))
         self.sandbox = open_agent_sandbox(settings, top, root)
-        self.workspace = Workspace(root=root, env=scrub_env(os.environ, settings.pass_env),
-                                   bash_prefix=self.sandbox.prefix)
+        self.workspace = agent_workspace(settings, self.sandbox, root)
         self.conversation = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT)])
         self.run: Any = None
         self.episodes = 0

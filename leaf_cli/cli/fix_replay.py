@@ -28,12 +28,11 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
     from leaf_cli.agent import Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
-    from leaf_cli.agent.secrets import Redactor, scrub_env
+    from leaf_cli.agent.secrets import Redactor
     from leaf_cli.agent.trajectory import load
-    from leaf_cli.cli.fix_session import open_agent_sandbox
+    from leaf_cli.cli.fix_session import agent_workspace, open_agent_sandbox
     from leaf_cli.config import load_settings
     from leaf_cli.llm.replay import ReplayEngine
-    from leaf_cli.tools import Workspace
 
     console = console or Console(stderr=True, highlight=False)
     if not path.is_file():
@@ -55,7 +54,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
         box = open_agent_sandbox(settings, copy, copy)
         reaper = Reaper.start(watch=box.kind == "none")
         try:
-            workspace = Workspace(root=copy, env=scrub_env(os.environ, settings.pass_env), bash_prefix=box.prefix)
+            workspace = agent_workspace(settings, box, copy)
             again = run_episode(recorded.messages[first_user].content, engine, workspace,
                                 limits=Limits.with_safeguards(max_turns=len(script) + 1), gate=make_gate("yolo", copy), **kwargs)
         finally:

@@ -161,9 +161,8 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     from leaf_cli.agent import Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
-    from leaf_cli.agent.secrets import Redactor, scrub_env
+    from leaf_cli.agent.secrets import Redactor
     from leaf_cli.repo import lifecycle
-    from leaf_cli.tools import Workspace
     from leaf_cli.ui.live import LiveView, summary
 
     settings = plan.settings
@@ -179,7 +178,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     reaper = Reaper.start(watch=sandbox.kind == "none")
     redact = Redactor(os.environ, settings.pass_env)  # the secrets kept from the agent stay out of leaf's records
     try:
-        workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)
+        workspace = agent_workspace(settings, sandbox, plan.root)
         hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
                            limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
@@ -215,6 +214,17 @@ def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:
     jobs = getattr(workspace, "jobs", None)
     if jobs is not None and hasattr(jobs, "on_close"):
         jobs.on_close.append(lambda _sessions: (reaper.stop(), sandbox.end_episode()))
+
+
+def agent_workspace(settings: Any, sandbox: Any, root: Path) -> Any:
+    """The tools' workspace for `leaf fix`, `leaf chat` and `leaf replay`: confined to `root`, Bash through
+    the sandbox's prefix, and Read, Write, Edit and Glob in the sandbox's file-tool host (none without a
+    sandbox: then in this process, walking each path beneath the tree)."""
+    from leaf_cli.agent.secrets import scrub_env
+    from leaf_cli.tools import Workspace
+
+    env = scrub_env(os.environ, settings.pass_env)
+    return Workspace(root=root, env=env, bash_prefix=sandbox.prefix, file_host=sandbox.file_host(root, env.get("HOME")))
 
 
 def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
@@ -279,15 +289,25 @@ def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
 
     def confirm(call: Any) -> str:
         view.pause()
-        before = None
-        path = call.arguments.get("file_path")
-        if isinstance(path, str):
-            target = (root / path) if not os.path.isabs(path) else Path(path)
-            before = target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
-        return ask_permission(console, call, before)
+        return ask_permission(console, call, _current_text(root, call.arguments.get("file_path")))
 
     return confirm
 
 
-__all__ = ["Plan", "Result", "confirm_prompt", "execute", "make_engine_for", "prepare", "sampling_for_model",
-           "hook_episode_end", "open_agent_sandbox"]
+def _current_text(root: Path, path: object) -> str | None:
+    """The file a Write or Edit would change, for the preview: read as the confined tools read it (beneath
+    the work tree, never through a symlink out of it, never a pipe), None when there is none to show."""
+    from leaf_cli.tools import Workspace
+    from leaf_cli.tools.textfile import load_target
+
+    if not isinstance(path, str) or not path:
+        return None
+    workspace = Workspace(root)
+    try:
+        return load_target(workspace.target(path), workspace).text
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+__all__ = ["Plan", "Result", "agent_workspace", "confirm_prompt", "execute", "make_engine_for", "prepare",
+           "sampling_for_model", "hook_episode_end", "open_agent_sandbox"]

@@ -95,17 +95,19 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     # The sandbox is the boundary (as FrogNano's container was): the tools take any path, and the file tools
     # run in the same sandbox as Bash (tools/host.py), so a path outside the tree is the sandbox's. Every Bash
     # call and the file tools see the attempt's one /tmp, as in that container.
-    host_box = {**box, "readonly": [*box["readonly"], leaf_root()]}  # the host imports leaf itself
-    host = ToolHost(sandbox.wrap(host_argv(ws.root), **host_box), env=host_env(str(ws.home)), cwd=ws.root)
+    box["readonly"] = [*box["readonly"], leaf_root()]  # the file tools' host imports leaf itself
     if not isinstance(sandbox, BwrapSandbox) or ws.tmp is None:
+        host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
         return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False,
                          file_host=host)
     # bwrap: one sandbox (one pid namespace) for the whole episode, as FrogNano's one container was, so a
     # server started in the background by one Bash call answers the next (agent/sandbox_shell.py, shared with
     # `leaf fix`). Its holder sees only the Bash environment, never leaf's; the episode's end kills it and all
-    # inside. The file tools keep a bwrap of their own with the same binds (they talk over stdin, which the
-    # command server does not relay); they share the file system, /tmp included, which is what they need.
+    # inside. The file tools' host is `leaf fix`'s too (AgentSandbox.file_host, unconfined here): a bwrap of
+    # its own with the same binds (it talks over stdin, which the command server does not relay), sharing the
+    # file system, /tmp included, which is what it needs.
     shell = with_shell(sandbox.wrap([], **box), ws.tmp, variables)
+    host = shell.file_host(ws.root, str(ws.home), confined=False)
     workspace = Workspace(root=ws.root, env=variables, bash_prefix=shell.prefix, confined=False, file_host=host)
     workspace.jobs.on_close.append(lambda _sessions: shell.end_episode())
     return workspace

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
-from leaf_cli.tools.textfile import TextFile, atomic_write, convert_newlines, load_target, os_error
+from leaf_cli.tools.textfile import TextFile, convert_newlines, load_target, os_error, write_place
 from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 from leaf_cli.tools.output import observed
@@ -31,7 +31,7 @@ def run_edit(args: CallArgs, workspace: Workspace) -> str:
     old_string, new_string = args.text("old_string"), args.text("new_string")
     if not old_string:
         raise ValueError(texts.OLD_STRING_EMPTY)
-    file = load_target(target)
+    file = load_target(target, workspace)
     old, count = _match(file, old_string)
     replace_all = args.truthy("replace_all")
     if count == 0:
@@ -46,8 +46,8 @@ def run_edit(args: CallArgs, workspace: Workspace) -> str:
             data = file.encode(updated)
         except UnicodeEncodeError:
             data = TextFile(text=updated, bom=file.bom).encode(updated)  # latin-1 cannot hold it: UTF-8 then
-        with os_error(target):
-            atomic_write(target.real, data)
+        with os_error(target), workspace.place(target, write=True) as place:
+            write_place(place, data)
     return texts.edited(target.shown, changed)
 
 

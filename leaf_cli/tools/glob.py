@@ -10,9 +10,11 @@ Most patterns take a fast walk that gives the same answer: `os.scandir` with pru
 in the workspace for the episode and reused while a stat says the folder is unchanged (listing.py). A
 pattern that spells a dot name or `..`, has two `**`, reaches outside the workdir, or meets a symlink on
 the way is answered by `glob` itself. A confined workspace (`leaf fix`) always takes the walk, which stays
-inside: a pattern that starts outside is refused and symlinked folders are not entered. `.git` is treated as
-the harness's glob treats it, confined or not: a dot name, so `.git/*` and `.git/**/HEAD` list its files while
-`**/*` never enters it. A name that is not UTF-8 shows its bad bytes as U+FFFD (`output.observed`), as there.
+inside: a pattern that starts outside is refused, symlinked folders are not entered, and every folder is opened
+from its parent's descriptor without following a symlink (beneath.py), so one swapped in while the walk runs
+never lists a folder outside. `.git` is treated as the harness's glob treats it, confined or not: a dot name,
+so `.git/*` and `.git/**/HEAD` list its files while `**/*` never enters it. A name that is not UTF-8 shows its
+bad bytes as U+FFFD (`output.observed`), as there.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import errno
 import glob as globlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -31,7 +34,8 @@ from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool, ToolFailure
 from leaf_cli.tools.output import GLOB_LIMIT, observed
 from leaf_cli.tools import texts
-from leaf_cli.tools.workspace import OutsideWorkspaceError, Workspace
+from leaf_cli.tools.beneath import LIST_FLAGS, Escape, Place, open_dir_at, walk
+from leaf_cli.tools.workspace import OutsideWorkspaceError, Target, Workspace
 
 _MAGIC = re.compile(r"[*?[]")
 _STAR_DIRS = r"(?:(?!\.)[^/]+/)*"  # `**/`: zero or more folders whose names do not start with a dot
@@ -128,16 +132,42 @@ def _fast(literal: list[str], rest: list[str], workspace: Workspace) -> tuple[li
     it never enters a symlinked folder, and lists a symlinked file only when it points inside."""
     start_text = os.path.join("/", *literal)
     if workspace.confined:
-        start_text = str(workspace.resolve(start_text))
-    elif (".." in literal or rest.count("**") > 1 or any(p.startswith(".") for p in literal + rest)
-          or not _inside(start_text, workspace) or os.path.realpath(start_text) != start_text):
+        return _confined(start_text, rest, workspace)
+    if (".." in literal or rest.count("**") > 1 or any(p.startswith(".") for p in literal + rest)
+            or not _inside(start_text, workspace) or os.path.realpath(start_text) != start_text):
         raise _Fallback  # glob's own answer: dot names, `..`, a file reached twice, outside, a symlinked start
     start = Path(start_text)
     if not rest:  # no wildcard: the pattern names one file
         return ([workspace.shown(start)], 1) if start.is_file() else ([], 0)
     if not start.is_dir():
         return [], 0
-    return _walk(start, _Pattern.compile(rest), workspace)
+    return _walk(start_text, None, _Pattern.compile(rest), workspace)
+
+
+def _confined(start_text: str, rest: list[str], workspace: Workspace) -> tuple[list[str], int]:
+    """A confined Glob: the start folder reached by the walk beneath the root (beneath.py), every folder below
+    it opened from its parent's descriptor, so a symlink swapped in never leads the listing out of the tree."""
+    checked = workspace.resolve(start_text)  # the courtesy: a start outside is refused with its reason
+    target = Target(checked, checked, workspace.display(checked), start_text)
+    try:
+        place = workspace.place(target)
+    except OSError:
+        return [], 0  # a missing or non-folder start matches nothing, as in glob
+    with place:
+        if not rest:  # no wildcard: the pattern names one file
+            return ([workspace.display(Path(place.real))], 1) if _regular_at(place) else ([], 0)
+        try:
+            fd = open_dir_at(place)
+        except OSError:
+            return [], 0
+    return _walk(place.real, fd, _Pattern.compile(rest), workspace)
+
+
+def _regular_at(place: Place) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(place.name or ".", dir_fd=place.dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _listing(paths: list[str], total: int) -> str:
@@ -213,16 +243,26 @@ def _component(part: str) -> str:
     return ("" if part.startswith(".") else r"(?!\.)") + "".join(out)
 
 
-def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[str], int]:
+class _Folder:
+    """An open folder of a confined walk, kept open until every sub-folder it holds has been opened from it."""
+
+    __slots__ = ("fd", "left")
+
+    def __init__(self, fd: int, left: int) -> None:
+        self.fd, self.left = fd, left
+
+
+def _walk(start: str, start_fd: int | None, pattern: _Pattern, workspace: Workspace) -> tuple[list[str], int]:
     """The first GLOB_LIMIT matching files under `start` in sorted order (relative to the root), and how many
-    match in all.
+    match in all. `start_fd` (confined, owned by the walk) is the start's descriptor: then each folder is
+    opened from its parent's, never by name.
 
     Folder listings come from the workspace's cache (a stat per folder when nothing changed). Matches are
     kept per folder and only counted; the paths to show are then built by a walk in sorted order that stops
     at the limit, so the 100,000-path sort and string building a whole-tree glob would need never happen.
     """
-    root = workspace.root
-    base = "" if start == root else str(start.relative_to(root)) + "/"
+    root = str(workspace.root)
+    base = "" if start == root else start[len(root.rstrip("/")) + 1:] + "/"
     select = _name_selector(pattern)
     # With only `**` before the last component, pruning already applies the folder rule: the name decides.
     full_match = None if pattern.only_name_decides() else pattern.full.fullmatch
@@ -230,32 +270,68 @@ def _walk(start: Path, pattern: _Pattern, workspace: Workspace) -> tuple[list[st
     hits: dict[str, list[str]] = {}  # folder (relative to start, ending in `/` or empty) -> matching names
     subdirs: dict[str, list[str]] = {}  # folder -> the sub-folders the pattern entered
     total = 0
-    root_prefix = str(root) + os.sep
-    stack = [(str(start).rstrip("/") + "/", "", 0)]
-    while stack:
-        folder, rel, depth = stack.pop()
-        listing = listings.get(folder)
-        if listing is None:
-            continue  # unreadable or vanished folder: skip it, as glob does
-        entered = [name for name in listing.dirs if enters(name, depth)]
-        for name in entered:
-            stack.append((folder + name + "/", rel + name + "/", depth + 1))
-        names = select(listing.files, listing.hidden)  # may be the listing's own list: never changed in place
-        if listing.links:
-            if not workspace.confined:
-                raise _Fallback  # glob follows symlinks, and shows each by its resolved path
-            names = names + _links(select, folder, listing.links, root_prefix)
-        if full_match is not None and names:
-            names = [name for name in names if full_match(rel + name)]
-        subdirs[rel] = entered
-        if names:
-            hits[rel] = names
-            total += len(names)
+    root_prefix = root.rstrip("/") + os.sep
+    stack: list[tuple[_Folder | None, str, str, str, int]] = [(None, "", start.rstrip("/") + "/", "", 0)]
+    opened: list[_Folder] = []
+    ready = start_fd
+    try:
+        while stack:
+            parent, name, folder, rel, depth = stack.pop()
+            if parent is None:  # the start (its descriptor, when confined), or any folder when not
+                fd, ready = ready, None
+            else:
+                fd = _open_child(parent, name)
+                if fd is None:
+                    continue  # vanished, unreadable, or swapped for a symlink: skipped, as glob skips it
+            listing = listings.get(folder, fd)
+            entered = [] if listing is None else [name for name in listing.dirs if enters(name, depth)]
+            me = None
+            if fd is not None:
+                me = _Folder(fd, len(entered) or 1)
+                opened.append(me)
+            for sub in entered:
+                stack.append((me, sub, folder + sub + "/", rel + sub + "/", depth + 1))
+            if me is not None and not entered:
+                _release(me)
+            if listing is None:
+                continue  # unreadable or vanished folder: skip it, as glob does
+            names = select(listing.files, listing.hidden)  # may be the listing's own list: never changed in place
+            if listing.links:
+                if not workspace.confined:
+                    raise _Fallback  # glob follows symlinks, and shows each by its resolved path
+                names = names + _links(select, folder, listing.links, root_prefix)
+            if full_match is not None and names:
+                names = [name for name in names if full_match(rel + name)]
+            subdirs[rel] = entered
+            if names:
+                hits[rel] = names
+                total += len(names)
+    finally:
+        for held in opened:
+            if held.left > 0:
+                held.left = 0
+                os.close(held.fd)
     if total <= GLOB_LIMIT:
         found = [base + rel + name for rel, names in hits.items() for name in names]
         found.sort()
         return found, total
     return _first_in_order(hits, subdirs, base), total
+
+
+def _open_child(parent: _Folder, name: str) -> int | None:
+    """Folder `name` opened from `parent`'s descriptor (O_NOFOLLOW), which is closed once its last child is."""
+    try:
+        return os.open(name, LIST_FLAGS, dir_fd=parent.fd)
+    except OSError:
+        return None
+    finally:
+        _release(parent)
+
+
+def _release(folder: _Folder) -> None:
+    folder.left -= 1
+    if folder.left == 0:
+        os.close(folder.fd)
 
 
 def _name_selector(pattern: _Pattern) -> _Selector:
@@ -283,9 +359,13 @@ def _links(select: _Selector, folder: str, links: list[str], root_prefix: str) -
 
 
 def _inside_file(path: str, root_prefix: str) -> bool:
-    """Whether a symlink points to a file inside the workdir (resolved on every Glob: targets change)."""
-    real = os.path.realpath(path)
-    return real.startswith(root_prefix) and os.path.isfile(real)
+    """Whether a symlink points to a file inside the workdir, walked beneath the root (targets change, so on
+    every Glob). Only the link's name is listed: what it points to is never read here."""
+    try:
+        with walk(root_prefix.rstrip("/") or "/", path[len(root_prefix):].split("/")) as place:
+            return _regular_at(place)
+    except (Escape, OSError):
+        return False
 
 
 def _first_in_order(hits: dict[str, list[str]], subdirs: dict[str, list[str]], base: str) -> list[str]:

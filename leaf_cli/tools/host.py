@@ -1,11 +1,14 @@
 """The file tools inside the sandbox: a per-episode process that runs Read, Write, Edit and Glob there.
 
-In `leaf eval`, TaskPilot and RL the sandbox is the boundary and the tools use any path as FrogNano's harness
-did (its sandbox was the container). Bash already runs inside the sandbox; the file tools would run in
-leaf's own process on the host, where an unconfined Write could land anywhere. So an unconfined workspace
-there gets a `ToolHost`: `python -m leaf_cli.tools.host ROOT` started under the sandbox's argv prefix at the
+Bash already runs inside the sandbox; the file tools would run in leaf's own process on the host, where a
+path check is all that stands between the agent and the user's files, and a symlink swapped between the
+check and the open wins that race. So every sandboxed episode's workspace gets a `ToolHost`: `leaf eval`,
+TaskPilot and RL (tasks/attempt.py; unconfined, the tools use any path as FrogNano's harness did, its
+sandbox being the container) and `leaf fix`, `leaf chat` and `leaf replay` (agent/sandbox.py; `--confined`,
+the path policy of `leaf fix`, whose refusals then only explain what the sandbox would stop).
+`python -m leaf_cli.tools.host [--confined] ROOT` is started under the sandbox's argv prefix at the
 first file-tool call, fed one JSON line `{"name", "arguments"}` per call and answering one line
-`{"text", "is_error"}` made by the same `registry.run_tool_call` on an unconfined `Workspace(ROOT)`, so the
+`{"text", "is_error"}` made by the same `registry.run_tool_call` on a `Workspace(ROOT)`, so the
 observations are the in-process ones byte for byte, with the sandbox's file system under them (a write to
 the read-only root is the OS's `[Errno 30] Read-only file system`). `Workspace.end_episode` ends it.
 
@@ -57,10 +60,11 @@ def leaf_root() -> Path:
     return Path(leaf_cli.__file__).resolve().parent.parent
 
 
-def host_argv(root: Path) -> list[str]:
+def host_argv(root: Path, *, confined: bool = False) -> list[str]:
     """The command that serves the file tools for `root`. `-P` keeps the work tree off `sys.path` (a task
-    repository named `pydantic` must not replace leaf's), `-s` keeps the user's site packages out."""
-    return [sys.executable, "-P", "-s", "-m", "leaf_cli.tools.host", str(root)]
+    repository named `pydantic` must not replace leaf's), `-s` keeps the user's site packages out.
+    `confined` gives the host `leaf fix`'s path policy (its refusals are then the in-process ones)."""
+    return [sys.executable, "-P", "-s", "-m", "leaf_cli.tools.host", *(["--confined"] if confined else []), str(root)]
 
 
 def host_env(home: str | None = None) -> dict[str, str]:
@@ -187,13 +191,13 @@ class ToolHost:
             self._stderr = None
 
 
-def serve(root: Path, inp: IO[bytes], out: IO[bytes]) -> None:
+def serve(root: Path, inp: IO[bytes], out: IO[bytes], *, confined: bool = False) -> None:
     """Answer each request line on `inp` with an observation line on `out`, until end of input."""
     from leaf_cli.llm.messages import ToolCall
     from leaf_cli.tools.registry import run_tool_call
     from leaf_cli.tools.workspace import Workspace
 
-    workspace = Workspace(root=root, confined=False)
+    workspace = Workspace(root=root, confined=confined)
     for number, raw in enumerate(inp):
         request = json.loads(raw)
         call = ToolCall(id=f"host-{number}", name=request["name"], arguments=request["arguments"])
@@ -203,11 +207,13 @@ def serve(root: Path, inp: IO[bytes], out: IO[bytes]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
+    confined = args[:1] == ["--confined"]
+    args = args[1:] if confined else args
     if len(args) != 1:
-        print("usage: python -m leaf_cli.tools.host ROOT", file=sys.stderr)
+        print("usage: python -m leaf_cli.tools.host [--confined] ROOT", file=sys.stderr)
         return 2
-    serve(Path(args[0]), sys.stdin.buffer, sys.stdout.buffer)
+    serve(Path(args[0]), sys.stdin.buffer, sys.stdout.buffer, confined=confined)
     return 0
 
 

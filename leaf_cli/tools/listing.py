@@ -14,7 +14,7 @@ from __future__ import annotations
 import stat
 import time
 from dataclasses import dataclass
-from os import lstat, scandir
+from os import fstat, lstat, scandir
 
 RACY_NS = 2_000_000_000
 """A listing is trusted only when the folder's last change is at least this much older than the listing."""
@@ -39,11 +39,13 @@ class Listings:
     def __init__(self) -> None:
         self._by_path: dict[str, Listing] = {}
 
-    def get(self, folder: str) -> Listing | None:
-        """The entries of `folder` (an absolute path, not a symlink), or None when it cannot be read."""
+    def get(self, folder: str, fd: int | None = None) -> Listing | None:
+        """The entries of `folder` (an absolute path, not a symlink), or None when it cannot be read. With
+        `fd`, an open descriptor of that folder, the folder is read through it and never looked up by name
+        (beneath.py: a confined Glob cannot be led out of the tree by a symlink swapped in meanwhile)."""
         now = time.time_ns()
         try:
-            info = lstat(folder)  # before reading: a change made while we read shows up in the next stat
+            info = lstat(folder) if fd is None else fstat(fd)  # before reading: a later change shows next time
         except OSError:
             self._by_path.pop(folder, None)
             return None
@@ -54,7 +56,8 @@ class Listings:
         known = self._by_path.get(folder)
         if known is not None and known.trusted and known.key == key:
             return known
-        listing = _read(folder, key, trusted=now - max(info.st_mtime_ns, info.st_ctime_ns) >= RACY_NS)
+        trusted = now - max(info.st_mtime_ns, info.st_ctime_ns) >= RACY_NS
+        listing = _read(folder if fd is None else fd, key, trusted=trusted)
         if listing is None:
             self._by_path.pop(folder, None)  # unreadable now; it is tried again next time
         else:
@@ -65,7 +68,7 @@ class Listings:
         return len(self._by_path)
 
 
-def _read(folder: str, key: tuple[int, int, int, int], trusted: bool) -> Listing | None:
+def _read(folder: str | int, key: tuple[int, int, int, int], trusted: bool) -> Listing | None:
     dirs: list[str] = []
     files: list[str] = []
     hidden: list[str] = []

@@ -40,7 +40,7 @@ class ReadArgs(LeafArgs):
 
 def run_read(args: CallArgs, workspace: Workspace) -> str:
     target = workspace.target(args.path("file_path"))
-    fd, size = open_regular(target)
+    fd, size = open_regular(target, workspace)
     try:
         offset = max(1, args.optional_int("offset", 1))  # read after the open, in the harness's order
         limit = args.optional_int("limit", 0)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
-import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from leaf_cli.tools import texts
-from leaf_cli.tools.workspace import Target
+from leaf_cli.tools.beneath import Place, open_file_flags
+from leaf_cli.tools.workspace import OutsideWorkspaceError, Target
+
+if TYPE_CHECKING:
+    from leaf_cli.tools.workspace import Workspace
 
 SNIFF_BYTES = 8192
 BOM = b"\xef\xbb\xbf"
@@ -75,12 +79,17 @@ def decode(data: bytes, shown: str) -> TextFile:
     return TextFile(text=text, encoding=encoding, bom=bom, newline=dominant_newline(text))
 
 
-def open_regular(target: Target) -> tuple[int, int]:
+def open_regular(target: Target, workspace: "Workspace") -> tuple[int, int]:
     """A descriptor open on the file and its size; the OS error, naming the path as given, when it cannot be
     read. A folder is EISDIR as Python's `open` says it. Pipes, sockets and devices are refused: reading
-    them hangs or never ends (the harness hung there), so this is leaf's error in the harness's form."""
+    them hangs or never ends (the harness hung there), so this is leaf's error in the harness's form.
+    The file is opened where `workspace.place` leads (beneath the root, never through a swapped symlink)."""
     try:
-        fd = os.open(target.real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with workspace.place(target) as place:
+            flags = open_file_flags(place, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(place.name or ".", flags, dir_fd=place.dir_fd)
+    except OutsideWorkspaceError:
+        raise
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
     info = os.fstat(fd)
@@ -103,9 +112,9 @@ def os_error(target: Target) -> Iterator[None]:
         raise type(exc)(exc.errno, exc.strerror, str(target.given)) from None
 
 
-def load_target(target: Target) -> TextFile:
+def load_target(target: Target, workspace: "Workspace") -> TextFile:
     """The text file at `target` for Edit: the OS error when it cannot be read, leaf's when it is binary."""
-    fd, _ = open_regular(target)
+    fd, _ = open_regular(target, workspace)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read()
     return decode(data, target.shown)
@@ -142,30 +151,50 @@ def _current_umask() -> int:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temp file beside `path` and rename it over `path`.
+    """`write_place` for a plain path (r2e's editor)."""
+    write_place(Place(None, str(path), str(path)), data)
+
+
+def write_place(place: Place, data: bytes) -> None:
+    """Write `data` to a temp file beside `place` and rename it over `place`.
 
     A crash or a full disk leaves either the old file or the new one, never half of each. An existing file
-    keeps its permission bits; a new one gets the usual 0666 & ~umask (mkstemp would make it 0600). A symlink
-    is written through, as `open(path, "w")` writes through it: its target changes, the link stays.
+    keeps its permission bits; a new one gets the usual 0666 & ~umask. A symlink at a plain path is written
+    through, as `open(path, "w")` writes through it: its target changes, the link stays (beneath a root the
+    walk has followed it already, and the rename never follows one).
     """
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
+    dir_fd, name = place.dir_fd, place.name
+    if dir_fd is None and os.path.islink(name):
+        name = os.path.realpath(name)
     try:
-        mode = path.stat().st_mode & 0o7777
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_current_umask()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".leaf-tmp", dir=path.parent)
-    except OSError as exc:  # name the file, as `open(path, "w")` does (a read-only folder): not a random temp name
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+    fd, tmp = _temp_beside(dir_fd, name, place.real if dir_fd is not None else name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
         raise
+
+
+def _temp_beside(dir_fd: int | None, name: str, label: str) -> tuple[int, str]:
+    """A new file `.NAME.XXXXXXXX.leaf-tmp` in the folder of `name`, mode 0600, never through a symlink. An
+    error names the file being written, as `open(path, "w")` does (a read-only folder), not the temp name."""
+    folder, base = os.path.split(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.leaf-tmp")
+        try:
+            return os.open(tmp, flags, 0o600, dir_fd=dir_fd), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, label) from None
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", label)

@@ -64,6 +64,7 @@ BASH_FIXED = len(bash_layout("", "", ""))
 # leaf's own texts, each in the harness's `ExceptionType: message` form: where its harness crashed, hung or
 # corrupted a file, and the refusals of a confined workspace (`leaf fix`; the permission layer's word).
 OUTSIDE = "{path} is outside the working directory {root}"
+GIT_WRITE = "writing inside .git ({path}) is not allowed: it could run code on the user's next git command"
 DOTDOT_AFTER_WILDCARD = "{pattern}: '..' after a wildcard can leave the working directory"
 BINARY_FILE = "{shown} is a binary file (NUL bytes in its first 8 KB); the text tools do not change it"
 NOT_REGULAR = "not a regular file (a pipe, socket or device)"

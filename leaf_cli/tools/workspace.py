@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from leaf_cli.tools import texts
+from leaf_cli.tools.beneath import Escape, Place, walk
 from leaf_cli.tools.jobs import Jobs
 from leaf_cli.tools.listing import Listings
 
@@ -33,11 +34,16 @@ class Target(NamedTuple):
     never resolved): OS error messages name it, as the model saw them in training. `real` is where the I/O
     happens: `given` itself when the workspace is not confined, else the resolved path that was checked.
     `shown` is the observation's name for it: relative to the workdir when it resolves inside, else `given`.
+    `value` is the argument as the model wrote it (refusals quote it).
+
+    In a confined workspace `real` is only the check's answer, which a swapped symlink can make stale: the
+    I/O goes through `Workspace.place`, which walks the path again beneath the root (beneath.py).
     """
 
     given: Path
     real: Path
     shown: str
+    value: str = ""
 
 
 @dataclass
@@ -80,12 +86,38 @@ class Workspace:
             text = str(Path(text).expanduser())  # pathlib's rule: `~nosuchuser` is a RuntimeError, as there
         given = Path(text if text.startswith("/") else self._prefix + text)  # normalised as pathlib joins
         if not self.confined:
-            return Target(given, given, self.shown(given))
+            return Target(given, given, self.shown(given), str(value))
         try:
             real = self.resolve(str(given))
         except OutsideWorkspaceError:
             raise OutsideWorkspaceError(texts.OUTSIDE.format(path=value, root=self.root)) from None
-        return Target(given, real, self.display(real))  # `real` is resolved already: no second lookup
+        return Target(given, real, self.display(real), str(value))  # `real` is resolved already: no second lookup
+
+    def place(self, target: Target, *, create_dirs: bool = False, write: bool = False) -> Place:
+        """Where the I/O for `target` happens (the caller closes it).
+
+        Unconfined: the path itself, for the kernel to follow as FrogNano's harness let it (the sandbox is the
+        boundary); `create_dirs` makes its parent folders as `Path.mkdir(parents=True)`. Confined: the folder
+        reached by walking `target.real` beneath the root without following a symlink out of it, the protection
+        for `--sandbox none` and a second line inside the sandbox. A `write` into any `.git` is refused there:
+        a path the check saw as `src/x` may lead into `.git` by the time it is written.
+        """
+        if not self.confined:
+            if create_dirs:
+                target.real.parent.mkdir(parents=True, exist_ok=True)
+            return Place(None, str(target.real), str(target.real))
+        real = str(target.real)
+        rel = real[len(self._prefix):] if real != self._root_text else ""
+        if write and ".git" in rel.split("/"):
+            raise OutsideWorkspaceError(texts.GIT_WRITE.format(path=target.value))
+        try:
+            place = walk(self._root_text, rel.split("/"), create_dirs=create_dirs)
+        except Escape:
+            raise OutsideWorkspaceError(texts.OUTSIDE.format(path=target.value, root=self.root)) from None
+        if write and ".git" in place.real[len(self._prefix):].split("/"):
+            place.close()
+            raise OutsideWorkspaceError(texts.GIT_WRITE.format(path=target.value))
+        return place
 
     def shown(self, given: Path) -> str:
         """FrogNano's display rule: the resolved path relative to the workdir when inside it, else as given."""

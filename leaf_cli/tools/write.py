@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import errno
 import os
-from pathlib import Path
+import stat
 
 from pydantic import Field
 
 from leaf_cli.tools.args import CallArgs, LeafArgs
 from leaf_cli.tools.base import Tool
-from leaf_cli.tools.textfile import BinaryFileError, TextFile, atomic_write, decode, os_error
+from leaf_cli.tools.beneath import Place, open_file_flags
+from leaf_cli.tools.textfile import BinaryFileError, TextFile, decode, os_error, write_place
 from leaf_cli.tools import texts
 from leaf_cli.tools.workspace import Workspace
 from leaf_cli.tools.output import observed
@@ -29,24 +30,48 @@ class WriteArgs(LeafArgs):
 def run_write(args: CallArgs, workspace: Workspace) -> str:
     target = workspace.target(args.path("file_path"))
     content = args.content("content")
-    with os_error(target):
-        target.real.parent.mkdir(parents=True, exist_ok=True)
-        if target.real.is_dir():
+    with os_error(target), workspace.place(target, create_dirs=True, write=True) as place:
+        if _is_dir(place):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target.real))
-        atomic_write(target.real, encode_like(target.real, content, target.shown))
+        write_place(place, encode_like(place, content, target.shown))
     return texts.wrote(target.shown, len(content))
 
 
-def encode_like(path: Path, content: str, shown: str) -> bytes:
+def _is_dir(place: Place) -> bool:
+    """A folder at `place` (through a symlink only at a plain path: beneath a root the walk followed them)."""
+    try:
+        info = os.stat(place.name or ".", dir_fd=place.dir_fd, follow_symlinks=place.dir_fd is None)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode)
+
+
+def _old_bytes(place: Place) -> bytes | None:
+    """The bytes of the regular file at `place`, or None when there is none (new, a folder, a pipe)."""
+    try:
+        fd = os.open(place.name, open_file_flags(place, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC),
+                     dir_fd=place.dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, place.real) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read()
+
+
+def encode_like(place: Place, content: str, shown: str) -> bytes:
     """`content` as bytes in the existing file's form: its line endings, BOM and encoding.
 
     A new file (or one that was binary) is plain UTF-8 as given. A latin-1 file stays latin-1 unless the new
     content holds characters latin-1 cannot encode: Write replaces the whole file, so then it becomes UTF-8.
     """
-    if not path.is_file():
+    data = _old_bytes(place)
+    if data is None:
         return content.encode("utf-8")
     try:
-        old = decode(path.read_bytes(), shown)
+        old = decode(data, shown)
     except BinaryFileError:
         return content.encode("utf-8")
     text = old.with_newlines(content)

@@ -64,12 +64,12 @@ def test_agent_workspace_is_unconfined_with_its_file_tools_in_the_sandbox(toolz_
     ws = make_attempt_workspace(task, tmp_path / "a", path.parent)
     env, sandbox = get_env(task, path.parent), make_sandbox("bwrap")
     tools_ws = agent_workspace(ws, env, sandbox)
-    box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent], tmp=ws.tmp)
+    # The attempt's binds, plus leaf itself (the file tools' host imports it): one sandbox for Bash and the host
+    box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home], readonly=[env.path.parent, leaf_root()],
+                       tmp=ws.tmp)
     try:
         assert not tools_ws.confined and tools_ws.file_host is not None
-        host_box = sandbox.wrap([], cwd=ws.root, writable=[ws.root, ws.home],
-                                readonly=[env.path.parent, leaf_root()], tmp=ws.tmp)
-        assert tools_ws.file_host.argv[:len(host_box)] == host_box  # the attempt's binds, plus leaf itself
+        assert tools_ws.file_host.argv[:len(box)] == box and "--confined" not in tools_ws.file_host.argv
         # Bash: the client of the episode's one bwrap, which runs the command server under the same binds
         assert tools_ws.bash_prefix[-2:] == [str(ws.tmp / ".leaf" / "sock"), "--"]
         holders = [argv for argv in _cmdlines() if argv[:len(box)] == box and "serve" in argv[len(box):]]

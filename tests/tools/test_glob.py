@@ -221,7 +221,12 @@ def test_unchanged_folders_are_not_read_again(ws: Workspace, monkeypatch: pytest
     monkeypatch.setattr(listing, "RACY_NS", 0)
     _touch(ws.root, "a/one.py", "a/b/two.py", "c/three.py")
     reads: list[str] = []
-    monkeypatch.setattr(listing, "scandir", lambda path: reads.append(path) or os.scandir(path))
+
+    def scandir(path: str | int) -> object:  # a confined Glob reads each folder through its descriptor
+        reads.append(path if isinstance(path, str) else os.readlink(f"/proc/self/fd/{path}") + "/")
+        return os.scandir(path)
+
+    monkeypatch.setattr(listing, "scandir", scandir)
     assert ws_glob(ws, "**/*.py") == ["a/b/two.py", "a/one.py", "c/three.py"]
     assert len(reads) == 4  # the root, a, a/b and c
     reads.clear()
@@ -254,12 +259,15 @@ def test_racy_listings_are_read_again_on_coarse_timestamps(ws: Workspace, monkey
 
     frozen = time.time_ns()
 
-    def coarse_lstat(path: str) -> SimpleNamespace:
-        info = os.lstat(path)
-        return SimpleNamespace(st_mode=info.st_mode, st_dev=info.st_dev, st_ino=info.st_ino,
-                               st_mtime_ns=frozen, st_ctime_ns=frozen)
+    def coarse(stat_fn):  # noqa: ANN001, ANN202 - a confined Glob stats a folder's descriptor (fstat)
+        def stat(path: str | int) -> SimpleNamespace:
+            info = stat_fn(path)
+            return SimpleNamespace(st_mode=info.st_mode, st_dev=info.st_dev, st_ino=info.st_ino,
+                                   st_mtime_ns=frozen, st_ctime_ns=frozen)
+        return stat
 
-    monkeypatch.setattr(listing, "lstat", coarse_lstat)
+    monkeypatch.setattr(listing, "lstat", coarse(os.lstat))
+    monkeypatch.setattr(listing, "fstat", coarse(os.fstat))
     _touch(ws.root, "a.py")
     assert ws_glob(ws, "*.py") == ["a.py"]
     (ws.root / "b.py").write_text("")

@@ -75,7 +75,7 @@ def test_a_failed_write_leaves_the_old_file(call, ws: Workspace, monkeypatch: py
     target = ws.root / "keep.txt"
     target.write_text("original\n")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **_fds: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(textfile.os, "replace", broken_replace)
