@@ -159,7 +159,7 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
     env = None
     if not is_image_task(task):
         try:
-            env = get_env(task, config.base_dir)
+            env = get_env(task, config.base_dir, config.sandbox.for_task(task))  # built where the attempt runs
         except EnvBuildError as exc:
             verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied="empty",
                                   infra_failure="env_build", error=str(exc), grader=grader_of(task))
