@@ -4,9 +4,11 @@ Inside: writes only to the work tree and a private /tmp (one per episode, so a f
 command is there for the next, as without a sandbox); the repository's `.git/config` and hooks read-only;
 leaf's state folder (runs, checkpoint store) and the home's credential folders hidden; the rest of the
 file system read-only; a private pid namespace (no `/proc` of leaf, and every process dies with the
-sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
+sandbox); no network unless asked; no socket of the host's (tools/bwrap.py `host_socket_cover`, and
+Landlock's scoping in the command server); killed when leaf dies (`--die-with-parent`).
 
-`--sandbox none` runs commands as plain subprocesses, after a warning that says what they can reach.
+`--sandbox none` runs commands as plain subprocesses, after a warning that says what they can reach, each
+inside the run's cgroup where leaf can make one (cgroup.py), so that the episode's end kills all of them.
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     sandbox = open_agent_sandbox(settings, plan.top, plan.root)
-    reaper = Reaper.start(watch=sandbox.kind == "none")
+    reaper = Reaper.for_sandbox(sandbox)
     redact = Redactor(os.environ, settings.pass_env)  # the secrets kept from the agent stay out of leaf's records
     try:
         workspace = Workspace(root=plan.root, env=scrub_env(os.environ, settings.pass_env), bash_prefix=sandbox.prefix)

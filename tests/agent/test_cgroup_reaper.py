@@ -190,3 +190,38 @@ def test_with_a_cgroup_the_warning_says_all_end(tmp_path: Path, capsys: pytest.C
         assert "cgroup of the run's own" in capsys.readouterr().err
     finally:
         box.close()
+
+
+LEAF_STAND_IN = """
+import subprocess, sys, time
+from pathlib import Path
+from leaf_cli.agent.reaper import Reaper
+from leaf_cli.agent.sandbox import open_sandbox
+work = sys.argv[1]
+box = open_sandbox("none", Path(work), Path(work), Path(work) / "state")
+reaper = Reaper.for_sandbox(box)
+subprocess.run([*box.prefix, "/bin/bash", "-c", "./chain mark stop > /dev/null 2>&1 &"], cwd=work, check=True)
+print(box.cgroup.path, flush=True)
+time.sleep(300)
+"""
+
+
+@needs_cgroup
+def test_the_watchdog_ends_the_cgroup_when_leaf_is_killed(work: Path) -> None:
+    """leaf killed with -9 mid-episode: its watchdog kills the run's cgroup, the chain with it."""
+    leaf = subprocess.Popen([sys.executable, "-c", LEAF_STAND_IN, str(work)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert leaf.stdout is not None
+    group = RunCgroup(Path(leaf.stdout.readline().strip()))
+    try:
+        marker = work / "mark"
+        assert growing([marker]) and group.pids()  # the chain runs, in the run's cgroup
+        leaf.kill()
+        leaf.wait()
+        assert not growing([marker], wait=0.5)
+        assert not group.path.exists()
+    finally:
+        if leaf.poll() is None:
+            leaf.kill()
+        if group.path.exists():
+            group.remove()
