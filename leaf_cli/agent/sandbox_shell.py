@@ -170,14 +170,17 @@ def client(path: str, argv: list[str]) -> int:
     _send(sock, b"h", json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode())
 
     def forward(signum: int, _frame: object) -> None:
-        _send(sock, b"k", str(signum).encode())
+        try:
+            _send(sock, b"k", str(signum).encode())
+        except OSError:
+            pass  # the server is gone: the read below says so, without a traceback
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     while True:
         try:
             kind, data = _recv(sock)
-        except EOFError:
+        except (EOFError, OSError):  # a reset connection too: one line, never a traceback
             sys.stderr.write("leaf sandbox: the command's server went away\n")
             return 126
         if kind in (b"1", b"2"):
