@@ -9,6 +9,7 @@ If leaf itself is killed (kill -9) a subreaper dies with it, so a watchdog proce
 descendants, refreshed every WATCH_INTERVAL seconds; when leaf's end of its pipe closes without a "done",
 it stops and kills that list and everything below it. A process started in the last interval before leaf
 died and already orphaned can escape it: that window is the limit of this path (the sandbox has none).
+Where the run has a cgroup (cgroup.py), the watchdog also kills the cgroup whole, which nothing escapes.
 """
 
 from __future__ import annotations
@@ -100,14 +101,21 @@ class Reaper:
         self.enabled, self.before, self.watchdog = enabled, before, watchdog
 
     @classmethod
-    def start(cls, *, watch: bool = True) -> "Reaper":
+    def for_sandbox(cls, sandbox: "object") -> "Reaper":
+        """The reaper for an episode in `sandbox` (an AgentSandbox): watched without a sandbox, with its cgroup."""
+        group = getattr(sandbox, "cgroup", None)
+        return cls.start(watch=getattr(sandbox, "kind", "") == "none", cgroup=group.path if group else None)
+
+    @classmethod
+    def start(cls, *, watch: bool = True, cgroup: Path | None = None) -> "Reaper":
         enabled = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         before = set(descendants(os.getpid(), process_table())) if enabled else set()
         watchdog = None
         if enabled and watch:
             skip = ",".join(str(p) for p in before)
             # Run by path with -I -S: this file needs only the standard library, whatever PYTHONPATH says.
-            watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, str(os.getpid()), skip],
+            watchdog = subprocess.Popen([sys.executable, "-I", "-S", __file__, str(os.getpid()), skip,
+                                         str(cgroup or "")],
                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         start_new_session=True, env={"PATH": os.environ.get("PATH", "")})
             before.add(watchdog.pid)
@@ -141,7 +149,7 @@ def _reap_zombies(keep: set[int]) -> None:
             pass
 
 
-def _watch(leaf: int, skip: set[int]) -> None:
+def _watch(leaf: int, skip: set[int], cgroup: str = "") -> None:
     """The watchdog's loop: remember leaf's descendants until leaf says done or dies."""
     import selectors
 
@@ -157,8 +165,28 @@ def _watch(leaf: int, skip: set[int]) -> None:
                 return
             break  # EOF without "done": leaf is gone
     time.sleep(0.05)
+    if cgroup:
+        _kill_cgroup(Path(cgroup))
     kill_all(seen)
 
 
+def _kill_cgroup(path: Path) -> None:
+    """Kill everything in the run's cgroup and remove it (cgroup.RunCgroup.remove, standard library only)."""
+    try:
+        if (path / "cgroup.kill").exists():
+            (path / "cgroup.kill").write_text("1")
+        else:
+            (path / "cgroup.freeze").write_text("1")
+            for pid in (path / "cgroup.procs").read_text().split():
+                os.kill(int(pid), signal.SIGKILL)
+            (path / "cgroup.freeze").write_text("0")
+        deadline = time.monotonic() + 5
+        while (path / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        path.rmdir()
+    except (OSError, ValueError):
+        pass
+
+
 if __name__ == "__main__":
-    _watch(int(sys.argv[1]), {int(p) for p in sys.argv[2].split(",") if p})
+    _watch(int(sys.argv[1]), {int(p) for p in sys.argv[2].split(",") if p}, sys.argv[3] if len(sys.argv) > 3 else "")

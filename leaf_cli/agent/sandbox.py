@@ -5,19 +5,23 @@ command is there for the next, as without a sandbox) and a private home (sandbox
 toolchain folders of an allowlist, read-only); the repository's `.git/config` and hooks read-only; leaf's
 state folder (runs, checkpoint store) and the home's credential folders hidden; the rest of the file
 system read-only; a private pid namespace (no `/proc` of leaf, and every process dies with the
-sandbox); no network unless asked; killed when leaf dies (`--die-with-parent`).
+sandbox); no network unless asked; no socket of the host's (tools/bwrap.py `host_socket_cover`, and
+Landlock's scoping in the command server); killed when leaf dies (`--die-with-parent`).
 
 The file tools (Read, Write, Edit, Glob) run inside the same sandbox, in a tool host of the episode
 (`file_host`, tools/host.py) with the same binds and the same /tmp: the sandbox is the boundary for every
 tool, and the tools' path checks only explain a refusal. `--sandbox none` runs commands as plain
-subprocesses, after a warning that says what they can reach, and the file tools in leaf's own process, where
+subprocesses, after a warning that says what they can reach, each inside the run's cgroup where leaf can make
+one (cgroup.py), so that the episode's end kills all of them, and the file tools in leaf's own process, where
 they walk each path beneath the work tree without following a symlink out of it (tools/beneath.py).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from leaf_cli.agent.cgroup import RunCgroup
 from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP
@@ -48,6 +53,15 @@ NO_SANDBOX_WARNING = ("leaf: warning: --sandbox none: the agent's commands run a
                       "leaf's environment with every secret in it (as root, or wherever leaf cannot make itself "
                       "non-dumpable, nothing blocks this). leaf still scrubs secrets from their own environment, "
                       "kills what they leave running, and never runs the repository's git hooks or filters itself.")
+CGROUP_NOTE = {True: " Their processes run in a cgroup of the run's own, and all of them end with it.",
+               False: (" No cgroup v2 is writable by leaf here, so leaf finds what they leave running by scanning "
+                       "/proc: a process that keeps forking into new sessions can outrun that and keep running "
+                       "after leaf exits.")}
+
+
+def no_sandbox_warning(state: Path, cgroup: bool) -> str:
+    """The `--sandbox none` warning; `cgroup` says whether the run's processes will be held by one."""
+    return NO_SANDBOX_WARNING.format(state=state) + CGROUP_NOTE[cgroup]
 
 
 SHELL_START_TIMEOUT = 15.0
@@ -83,29 +97,46 @@ class AgentSandbox:
         host = ToolHost([*self.tool_prefix, *host_argv(root, confined=confined)], env=host_env(home), cwd=root)
         self.hosts.append(host)
         return host
+    cgroup: RunCgroup | None = None
+    """Without a sandbox: the run's cgroup every command starts in (`prefix` moves it there)."""
+    control: Path | None = None
+    """The host folder of the command server's socket (bwrap): the client's path, out of the sandbox's reach."""
+    scope: str = ""
+    """What the command server reported of its Landlock scoping when it started."""
 
     def start(self) -> "AgentSandbox":
         """Start the episode's sandbox (its pid namespace and command server)."""
-        if not self.holder_argv or self.tmp_dir is None:
+        if not self.holder_argv or self.control is None:
             return self
-        socket_path = self.tmp_dir / ".leaf" / "sock"
-        socket_path.unlink(missing_ok=True)
-        self.holder = subprocess.Popen(self.holder_argv, env=self.env, stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + SHELL_START_TIMEOUT
-        while not socket_path.exists():
-            if self.holder.poll() is not None or time.monotonic() > deadline:
-                self._stop_holder()
-                raise InfraError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
-                                 "here?); pass --sandbox none to run the agent's commands without one", "sandbox")
-            time.sleep(0.01)
+        self.control.mkdir(mode=0o700, exist_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ready_read, ready_write = os.pipe()
+        try:
+            (self.control / "sock").unlink(missing_ok=True)
+            listener.bind(str(self.control / "sock"))
+            listener.listen(64)
+            argv = [*self.holder_argv, str(listener.fileno()), str(ready_write)]
+            self.holder = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True,
+                                           pass_fds=(listener.fileno(), ready_write))
+        finally:
+            listener.close()  # the server holds it now; the path stays bound for the clients
+            os.close(ready_write)
+        said = _read_ready(ready_read, time.monotonic() + SHELL_START_TIMEOUT)
+        if not said.startswith("ready"):
+            self._stop_holder()
+            raise InfraError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
+                             "here?); pass --sandbox none to run the agent's commands without one", "sandbox")
+        self.scope = said.removeprefix("ready").strip()
         return self
 
     def end_episode(self) -> None:
-        """Kill every process of the episode (the whole pid namespace, the file tools' host); `ensure_started`
-        makes a fresh one (and a host starts again at the next file-tool call)."""
+        """Kill every process of the episode (the whole pid namespace, or the run's cgroup, and the file tools'
+        host); `ensure_started` makes a fresh sandbox (and a host starts again at the next file-tool call)."""
         self._stop_hosts()
         self._stop_holder()
+        if self.cgroup is not None:
+            self.cgroup.kill()
 
     def ensure_started(self) -> None:
         """Before an episode: the sandbox's command server is running (started again after `end_episode`)."""
@@ -115,6 +146,9 @@ class AgentSandbox:
     def close(self) -> None:
         self._stop_hosts()
         self._stop_holder()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self.tmp_dir is not None:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             self.tmp_dir = None
@@ -133,6 +167,24 @@ class AgentSandbox:
             self.holder.wait()
             self.holder = None
             _wait_gone(inner)  # that death is asynchronous: the episode ends only once the namespace is empty
+        if self.control is not None:
+            shutil.rmtree(self.control, ignore_errors=True)
+
+
+def _read_ready(fd: int, deadline: float) -> str:
+    """What the server wrote on its ready pipe before `deadline` ("" on EOF: the sandbox died first)."""
+    said = b""
+    try:
+        while not said.endswith(b"\n") and (left := deadline - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 256)
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(fd)
+    return said.decode(errors="replace")
 
 
 STOP_TIMEOUT = 5.0
@@ -197,7 +249,7 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     """
     kind = resolve_kind(kind)
     if kind == "none":
-        return AgentSandbox("none")
+        return unsandboxed()
     exe = sandbox_program(kind)
     state_root.mkdir(parents=True, exist_ok=True)
     _sweep_stale_tmp()
@@ -234,6 +286,12 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
     return AgentSandbox(kind, prefix, tmp_dir, tool_prefix=prefix)
 
 
+def unsandboxed() -> AgentSandbox:
+    """`--sandbox none`: plain subprocesses, each started inside the run's cgroup where one can be made."""
+    group = RunCgroup.create()
+    return AgentSandbox("none", group.prefix() if group else [], cgroup=group)
+
+
 def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
                home: PrivateHome | None = None) -> AgentSandbox:
     """The episode's bwrap running the command server, and the client argv each command runs through.
@@ -246,11 +304,20 @@ def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
     shell_dir = tmp_dir / ".leaf"
     shell_dir.mkdir(exist_ok=True)
     (shell_dir / "shell.py").write_text(Path(sandbox_shell.__file__).read_text())
-    inside = f"{PRIVATE_TMP}/.leaf"
-    holder = [*sandbox, sys.executable, "-I", "-S", f"{inside}/shell.py", "serve", f"{inside}/sock"]
-    client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(shell_dir / "sock"), "--"]
-    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, home=home,
-                        tool_prefix=list(sandbox)).start()
+    # The socket's folder is the host's, never the agent's /tmp: a name there can be swapped for a symlink.
+    control = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-ctl-"))
+    holder = [*_hiding(sandbox, control), sys.executable, "-I", "-S", f"{PRIVATE_TMP}/.leaf/shell.py", "serve"]
+    client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(control / "sock"), "--"]
+    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, control=control, home=home,
+                        tool_prefix=_hiding(sandbox, control)).start()
+
+
+def _hiding(sandbox: list[str], control: Path) -> list[str]:
+    """`sandbox` (a bwrap argv ending in `--`) with `control` covered, where the private /tmp does not
+    already hide it (a TMPDIR outside /tmp)."""
+    if control.is_relative_to(PRIVATE_TMP):
+        return sandbox
+    return [*sandbox[:-1], "--tmpfs", str(control), "--"]
 
 
 _TMP_PREFIX = "leaf-tmp-"

@@ -223,7 +223,7 @@ class ChatSession:
 
         traj = None
         self.sandbox.ensure_started()
-        reaper = Reaper.start(watch=self.sandbox.kind == "none")
+        reaper = Reaper.for_sandbox(self.sandbox)
         hook_episode_end(self.workspace, reaper, self.sandbox)
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`

@@ -52,7 +52,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
         system = recorded.messages[0].content if recorded.messages[0].role == "system" else None
         kwargs = {"system_prompt": system} if system is not None else {}
         box = open_agent_sandbox(settings, copy, copy)
-        reaper = Reaper.start(watch=box.kind == "none")
+        reaper = Reaper.for_sandbox(box)
         try:
             workspace = agent_workspace(settings, box, copy)
             again = run_episode(recorded.messages[first_user].content, engine, workspace,

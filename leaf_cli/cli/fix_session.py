@@ -175,7 +175,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     sandbox = open_agent_sandbox(settings, plan.top, plan.root)
-    reaper = Reaper.start(watch=sandbox.kind == "none")
+    reaper = Reaper.for_sandbox(sandbox)
     redact = Redactor(os.environ, settings.pass_env)  # the secrets kept from the agent stay out of leaf's records
     try:
         workspace = agent_workspace(settings, sandbox, plan.root)
@@ -229,21 +229,21 @@ def agent_workspace(settings: Any, sandbox: Any, root: Path) -> Any:
 
 def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
     """The sandbox for the agent's commands (`--sandbox`, bwrap or Seatbelt by default); warns for none."""
-    from leaf_cli.agent.sandbox import NO_SANDBOX_WARNING, open_sandbox, resolve_kind
+    from leaf_cli.agent.sandbox import no_sandbox_warning, open_sandbox
     from leaf_cli.repo.checkpoint import locate
     from leaf_cli.repo.runs import state_root
-
-    if resolve_kind(settings.sandbox) == "none":
-        from leaf_cli.agent.reaper import make_undumpable
-
-        print(NO_SANDBOX_WARNING.format(state=state_root()), file=sys.stderr)
-        make_undumpable()  # no /proc/<leaf>/environ or fd/1 for the agent's commands (same user, not root)
     from leaf_cli.agent.secrets import scrub_env
 
     paths = locate(top)
     git_dirs = tuple(dict.fromkeys((paths.git_dir, paths.common_dir))) if paths else ()
-    return open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs,
-                        env=scrub_env(os.environ, settings.pass_env), home_extra=settings.sandbox_home)
+    sandbox = open_sandbox(settings.sandbox, top, root, state_root(), network=settings.network, git_dirs=git_dirs,
+                           env=scrub_env(os.environ, settings.pass_env), home_extra=settings.sandbox_home)
+    if sandbox.kind == "none":
+        from leaf_cli.agent.reaper import make_undumpable
+
+        print(no_sandbox_warning(state_root(), sandbox.cgroup is not None), file=sys.stderr)
+        make_undumpable()  # no /proc/<leaf>/environ or fd/1 for the agent's commands (same user, not root)
+    return sandbox
 
 
 def sampling_for_model(settings: Any) -> Any:

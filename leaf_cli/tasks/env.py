@@ -3,6 +3,11 @@
 The venv holds pytest and the task's test dependencies. Attempts never install into it (it is mounted
 read-only in the bwrap sandbox); the code under test comes from the attempt's workspace on PYTHONPATH, which
 sys.path puts before site-packages, so even an editable install of the package cannot shadow it.
+
+A build runs the task's own commands (`install_config.pre_install`, `install`, and whatever pip runs of the
+snapshot: a `setup.py`): with the bwrap sandbox, every step runs inside it, as the attempt does, able to
+write only the environment's own folder (the venv, the checkout, its HOME). It keeps the network, which
+pip needs for the task's dependencies; the host's sockets stay out of reach (tools/bwrap.py).
 """
 
 from __future__ import annotations
@@ -10,12 +15,14 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.cache import cache_key, cache_root, locked
 from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox
 from leaf_cli.tasks.source import snapshot
 from leaf_cli.tasks.task import Task
 
@@ -46,8 +53,9 @@ def env_key(task: Task, base_dir: Path | None = None) -> str:
     return cache_key(task.repo_location(base_dir), task.version, task.install_config.model_dump(mode="json"))
 
 
-def get_env(task: Task, base_dir: Path | None = None) -> Environment:
-    """The task's environment, built on first use. Concurrent builders (threads or processes) wait on a lock."""
+def get_env(task: Task, base_dir: Path | None = None, sandbox: Sandbox | None = None) -> Environment:
+    """The task's environment, built on first use (its steps inside `sandbox` when that is bwrap).
+    Concurrent builders (threads or processes) wait on a lock."""
     key = env_key(task, base_dir)
     root = cache_root() / "envs" / key
     env = Environment(key=key, path=root / "venv")
@@ -57,7 +65,7 @@ def get_env(task: Task, base_dir: Path | None = None) -> Environment:
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         try:
-            _build(task, base_dir, env, root / "build.log")
+            _build(task, base_dir, env, root / "build.log", _confine(sandbox, root))
         except BaseException:
             shutil.rmtree(env.path, ignore_errors=True)  # the log stays for the error message
             raise
@@ -75,10 +83,24 @@ def find_python(version: str | None) -> str:
     return found
 
 
-def _build(task: Task, base_dir: Path | None, env: Environment, log: Path) -> None:
+Confine = Callable[[list[str], Path], list[str]]
+"""The argv that runs a build step (argv, folder) where it may write only the environment's folder."""
+
+
+def _confine(sandbox: Sandbox | None, root: Path) -> Confine:
+    if not isinstance(sandbox, BwrapSandbox):
+        return lambda argv, _cwd: list(argv)  # no sandbox asked (or Docker, whose images bring their own)
+    return lambda argv, cwd: sandbox.wrap(argv, cwd=cwd, writable=[root], network=True)
+
+
+def _build(task: Task, base_dir: Path | None, env: Environment, log: Path, confine: Confine) -> None:
     cfg = task.install_config
     timeout = task.timeouts.build_s
-    _step([find_python(cfg.python), "-m", "venv", str(env.path)], env.path.parent, timeout, log, None)
+
+    def step(argv: list[str], cwd: Path, shell_env: dict[str, str] | None) -> None:
+        _step(argv, confine(argv, cwd), cwd, timeout, log, shell_env)
+
+    step([find_python(cfg.python), "-m", "venv", str(env.path)], env.path.parent, None)
     shell_env = {"PATH": f"{env.bin}:/usr/local/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(env.path),
                  "HOME": str(env.path.parent), "LANG": "C.UTF-8", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     # Kept beside the venv: an `install` such as `pip install -e .` points into it. PYTHONPATH still wins.
@@ -86,18 +108,19 @@ def _build(task: Task, base_dir: Path | None, env: Environment, log: Path) -> No
     setup_task = task.model_copy(update={"base_commit": task.environment_setup_commit or task.base_commit})
     shutil.copytree(snapshot(setup_task, base_dir), checkout, symlinks=True)
     for command in cfg.pre_install:
-        _step(["bash", "-c", command], checkout, timeout, log, shell_env)
+        step(["bash", "-c", command], checkout, shell_env)
     reqs = [cfg.reqs_path] if isinstance(cfg.reqs_path, str) else list(cfg.reqs_path or [])
     pip = [str(env.python), "-m", "pip", "install", "-q", *BASE_PACKAGES, *cfg.pip_packages]
     for req in reqs:
         pip += ["-r", str(checkout / req)]
-    _step(pip, checkout, timeout, log, shell_env)
+    step(pip, checkout, shell_env)
     if cfg.install:
-        _step(["bash", "-c", cfg.install], checkout, timeout, log, shell_env)
+        step(["bash", "-c", cfg.install], checkout, shell_env)
 
 
-def _step(argv: list[str], cwd: Path, timeout: float, log: Path, env: dict[str, str] | None) -> None:
-    result = run_process(argv, cwd=cwd, timeout=timeout, env=env)
+def _step(argv: list[str], run: list[str], cwd: Path, timeout: float, log: Path, env: dict[str, str] | None) -> None:
+    """Run `run` (`argv`, confined); log it under `argv`'s name; EnvBuildError when it fails."""
+    result = run_process(run, cwd=cwd, timeout=timeout, env=env)
     with log.open("a", encoding="utf-8") as f:
         f.write(f"$ {' '.join(argv)}\n{result.stdout}{result.stderr}\n")
     if not result.ok:

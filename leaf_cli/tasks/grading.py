@@ -86,7 +86,7 @@ def grade_tests(task: Task, patch: str, sandbox: Sandbox, *, base_dir: Path | No
     verdict = GradeResult(instance_id=task.instance_id, resolved=False, patch_applied=Applied.EMPTY,
                           sandbox=sandbox.name)
     try:
-        env = env or get_env(task, base_dir)
+        env = env or get_env(task, base_dir, sandbox)
         pristine = snapshot(task, base_dir)
     except EnvBuildError as exc:
         return verdict.model_copy(update={"infra_failure": "env_build", "error": str(exc)})

@@ -156,7 +156,7 @@ def _attempt(task: Task, attempt: int, engine_factory: Callable[[], Engine], con
     env = None
     if not is_image_task(task):
         try:
-            env = get_env(task, config.base_dir)
+            env = get_env(task, config.base_dir, config.sandbox.for_task(task))  # built where the attempt runs
         except EnvBuildError as exc:
             verdict = GradeResult.infrastructure(task.instance_id, grader_of(task), "env_build", str(exc))
             return _result(task, attempt, config, verdict, began), None

@@ -6,11 +6,16 @@ One builder for both users: the agent's sandbox (leaf_cli/agent/sandbox.py) and 
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Sequence
 
 PRIVATE_TMP = Path("/tmp")
+RUN_DIRS = (Path("/run"), Path("/var/run"))
+"""Where the host's service sockets live (docker, D-Bus, systemd, and /run/user/UID's ssh and gpg agents)."""
+_LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a socket that accepts connections
 
 
 def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Sequence[Path] = (),
@@ -23,13 +28,15 @@ def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Seque
     `protect` paths are bound read-only *over* the writable ones (a repository's `.git/config`, hooks);
     `hidden` paths are covered last: a folder by an empty tmpfs, a file by /dev/null. `home` are the bwrap
     arguments that mount the private home (agent/sandbox_home.py), before everything bound into it.
+    The host's sockets are out of reach (`host_socket_cover`): a read-only bind does not stop `connect`.
 
     The running interpreter (and its venv) is bound back when it lives under /tmp: environments are venvs
     whose `python` links to it, and the private /tmp would hide it.
     """
     tmp = ["--bind", str(tmp_dir), str(PRIVATE_TMP)] if tmp_dir is not None else ["--tmpfs", str(PRIVATE_TMP)]
     cmd = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *tmp,
-           "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+           "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
+           *host_socket_cover([*writable, *readonly], network)]
     if not network:
         cmd.append("--unshare-net")
     cmd += home
@@ -47,3 +54,43 @@ def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Seque
 def _interpreter_under_tmp() -> list[Path]:
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     return sorted(p for p in prefixes if p.is_relative_to(PRIVATE_TMP))
+
+
+def host_socket_cover(keep: Sequence[Path], network: bool) -> list[str]:
+    """bwrap arguments that leave no socket of the host reachable by path: /run (and /var/run where it is
+    a folder of its own) become empty tmpfs, and every other listening socket the host has bound, as
+    /proc/net/unix lists them, is covered by /dev/null (connect then says refused). Sockets under `keep`
+    (the work tree and what the command is given) are the sandbox's own and stay. With the network on,
+    /etc/resolv.conf's target under /run is bound back, or names would not resolve."""
+    args: list[str] = []
+    for run in RUN_DIRS:
+        if run.is_dir() and not run.is_symlink() and not any(k.is_relative_to(run) for k in keep):
+            args += ["--tmpfs", str(run)]
+    resolv = Path("/etc/resolv.conf").resolve()
+    if network and resolv.is_file() and any(resolv.is_relative_to(r.resolve()) for r in RUN_DIRS):
+        args += ["--ro-bind", str(resolv), str(resolv)]
+    for path in listening_sockets():
+        if not any(path.is_relative_to(p) for p in (PRIVATE_TMP, *RUN_DIRS, *keep)):
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+def listening_sockets() -> list[Path]:
+    """Absolute paths of the unix sockets that accept connections in this network namespace, as found now."""
+    try:
+        lines = Path("/proc/net/unix").read_text(errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and int(fields[3], 16) & _LISTENING and fields[7].startswith("/"):
+            found.add(Path(fields[7]))
+    return sorted(p for p in found if _is_socket(p))
+
+
+def _is_socket(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False

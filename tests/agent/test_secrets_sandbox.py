@@ -58,7 +58,9 @@ def test_auto_sandbox_and_missing_bwrap_hint(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap here
     with pytest.raises(LeafError, match="install bubblewrap.*--sandbox none"):
         open_sandbox("bwrap", tmp_path, tmp_path, tmp_path / "state")
-    assert open_sandbox("none", tmp_path, tmp_path, tmp_path / "state").prefix == []
+    none = open_sandbox("none", tmp_path, tmp_path, tmp_path / "state")
+    assert none.prefix == (none.cgroup.prefix() if none.cgroup else [])  # only the move into the run's cgroup
+    none.close()
 
 
 def test_seatbelt_profile_rules() -> None:
@@ -97,7 +99,7 @@ def test_stale_private_tmp_of_a_dead_leaf_is_swept(tmp_path: Path, monkeypatch: 
     stale.mkdir()
     mine = tmp_path / "leaf-tmp-1-abc"  # pid 1 is alive
     mine.mkdir()
-    open_sandbox("none", tmp_path, tmp_path, tmp_path / "state")  # no sweep for none
+    open_sandbox("none", tmp_path, tmp_path, tmp_path / "state").close()  # no sweep for none
     from leaf_cli.agent.sandbox import _sweep_stale_tmp
 
     _sweep_stale_tmp()

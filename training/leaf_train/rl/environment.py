@@ -75,7 +75,8 @@ class TaskFileEnvironment(SeededTasks):
         from leaf_cli.tasks.attempt import agent_workspace, workspace_diff
 
         ws = make_attempt_workspace(task, scratch, self.base_dir)
-        tools_ws = agent_workspace(ws, get_env(task, self.base_dir), self.sandbox.for_task(task))
+        box = self.sandbox.for_task(task)
+        tools_ws = agent_workspace(ws, get_env(task, self.base_dir, box), box)
         return EpisodeStart(workspace=tools_ws, patch=lambda: workspace_diff(ws))
 
     def grade(self, task: Task, patch: str) -> GradeResult:
@@ -84,4 +85,5 @@ class TaskFileEnvironment(SeededTasks):
         from leaf_cli.tasks.patches import without_paths
 
         graded, _ = without_paths(patch, matcher(task.protected + task.hidden_paths))
-        return grade(task, graded, self.sandbox, base_dir=self.base_dir, env=get_env(task, self.base_dir))
+        env = get_env(task, self.base_dir, self.sandbox.for_task(task))
+        return grade(task, graded, self.sandbox, base_dir=self.base_dir, env=env)
