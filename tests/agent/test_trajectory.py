@@ -64,9 +64,9 @@ def test_a_file_name_that_is_not_utf8_is_written_and_read_back(git_repo, tmp_pat
     path = tmp_path / "t.jsonl"
     traj = run_episode("list", ReplayEngine(turns), Workspace(git_repo), trajectory_path=path)
     assert traj.exit_reason == "final_answer"
-    assert traj.messages[3].content == "caf\udce9.txt"
+    assert traj.messages[3].content == "caf\ufffd.txt"
     path.read_text(encoding="utf-8")  # valid UTF-8 on disk
-    assert load(path).messages[3].content == "caf\udce9.txt"
+    assert load(path).messages[3].content == "caf\ufffd.txt"
 
 
 def test_every_line_is_redacted_on_disk_and_the_trajectory_in_memory_is_not(tmp_path: Path) -> None:

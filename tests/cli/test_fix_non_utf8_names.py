@@ -25,4 +25,4 @@ def test_non_utf8_file_name_in_a_glob_result(git_repo: Path, tmp_path: Path, jso
     if json_mode:
         result = json.loads(out)
         assert result["exit_reason"] == "final_answer"
-        assert result["messages"][3]["content"] == "caf\udce9.txt"
+        assert result["messages"][3]["content"] == "caf\ufffd.txt"

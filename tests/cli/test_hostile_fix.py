@@ -247,7 +247,7 @@ def test_secrets_stay_out_of_env_proc_and_output(git_repo: Path, tmp_path: Path,
              "cat /proc/1/environ | tr '\\0' '\\n'")
     spec = script(tmp_path / "s.jsonl", turn(call("Bash", command=probe)), {"content": "ok"})
     proc = leaf_process("fix", "--json", "--sandbox", sandbox, "--model", spec, "task", cwd=git_repo,
-                        env={**decoy, "DECOY_PLAIN": "plain-visible-31"},
+                        env={**decoy, "PIP_DECOY_PLAIN": "plain-visible-31"},
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     stdout, _stderr = proc.communicate(timeout=120)
     out = json.loads(stdout)
@@ -255,8 +255,8 @@ def test_secrets_stay_out_of_env_proc_and_output(git_repo: Path, tmp_path: Path,
     # the probe ran: its own environment and its parent's were read (an ordinary variable passes through);
     # without a sandbox the parent is leaf itself, which its commands cannot read
     parent = seen.split("---parent\n", 1)[1].split("---init\n", 1)[0]
-    assert seen.split("---parent\n", 1)[0].count("DECOY_PLAIN=plain-visible-31") == 1
-    assert ("DECOY_PLAIN=plain-visible-31" in parent if sandbox != "none" else "Permission denied" in seen), seen
+    assert seen.split("---parent\n", 1)[0].count("PIP_DECOY_PLAIN=plain-visible-31") == 1
+    assert ("PIP_DECOY_PLAIN=plain-visible-31" in parent if sandbox != "none" else "Permission denied" in seen), seen
     for name in SECRETS:  # the agent saw none of the values, not even as leaf's records redact them
         assert f"[secret {name}]" not in seen, name
     raw = Path(out["trajectory"]).read_text()
