@@ -55,13 +55,24 @@ def stat_cache(store: Path, top: Path) -> Path:
     return store / f"leaf-index-{key}"
 
 
-def copy_objects(src: Path, dst: Path) -> int:
+def clear_stale_lock(index: Path) -> None:
+    """Remove the lock a killed git left on one of the store's stat caches.
+
+    Safe because only leaf writes these indexes, and only while it holds the work tree's repository lock
+    (lock.RepoLock): no live git of leaf's can own the lock file then.
+    """
+    index.with_name(index.name + ".lock").unlink(missing_ok=True)
+
+
+def copy_objects(src: Path, dst: Path, *, alternates: bool = True) -> int:
     """Copy every loose object and pack from `src` into `dst` that `dst` lacks; return the count.
 
     Only names are compared: an object file's name is its hash, and a pack's name the hash of its content.
+    Into a repository (undo), a link or file where an object folder belongs is removed first, never
+    followed; `alternates=False` there, since the git dir's own copy of info/ is put back as data.
     """
     added = 0
-    if not src.is_dir():
+    if not src.is_dir() or dst.is_symlink():
         return 0
     for entry in os.scandir(src):
         if len(entry.name) == 2 and entry.is_dir(follow_symlinks=False):
@@ -73,7 +84,8 @@ def copy_objects(src: Path, dst: Path) -> int:
         have = {p.name for p in (dst / "pack").glob("*.pack")} if (dst / "pack").is_dir() else set()
         added += _copy_dir(packs, dst / "pack",
                            lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have)
-    _copy_alternates(src, dst)
+    if alternates:
+        _copy_alternates(src, dst)
     return added
 
 
@@ -84,6 +96,8 @@ def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-d
         return 0  # a concurrent gc removed the folder
     if not names:
         return 0
+    if dst.is_symlink() or (dst.exists() and not dst.is_dir()):
+        dst.unlink()  # planted where objects go: write through no link
     dst.mkdir(parents=True, exist_ok=True)
     present = set(os.listdir(dst))
     added = 0
@@ -98,7 +112,8 @@ def _copy_file(src: Path, dst: Path) -> int:
     """Copy one object file (reflink when possible) under a temporary name, then rename it into place."""
     tmp = dst.with_name(f".tmp-{os.getpid()}-{dst.name}")
     try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        tmp.unlink(missing_ok=True)
+        with open(src, "rb") as fin, open(tmp, "xb") as fout:
             if not _reflink(fin.fileno(), fout.fileno()):
                 shutil.copyfileobj(fin, fout, 1 << 20)
     except FileNotFoundError:
