@@ -119,6 +119,7 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
     head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None
     branch = out(top, "symbolic-ref", "-q", "HEAD", check=False) or None
     refs = _refs(top)
+    git_data, stores = _save_git_dirs(top, store, meta_dir, [paths], fmt, [], {})  # first: a gc may run meanwhile
     index_tree = _copy_until_whole(paths, store, refs, paths.index)
     excludes = meta_dir / EXCLUDES
     excludes.write_bytes(worktree.user_excludes(top))
@@ -139,7 +140,7 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
         nested.append((rel, inner))
 
     found = walk(str(top), lambda rel: rel in skip or rel + "/" in skip, on_repo=on_repo)
-    git_data, stores = _save_git_dirs(top, store, meta_dir, [paths] + [p for _rel, p in nested], fmt)
+    git_data, stores = _save_git_dirs(top, store, meta_dir, [p for _rel, p in nested], fmt, git_data, stores)
     worktree_tree = snapshot(top, store, found, object_format=fmt, strict=True)
     env = tree_env(store, top, meta_dir / "unused-index")
     extras = worktree.capture(found, worktree.tree_files(top, env, worktree_tree), ignored)
@@ -188,10 +189,11 @@ def _pointer(top: Path, rel: str, meta_dir: Path) -> Pointer:
     return Pointer(rel=rel, kind="dir" if path.is_dir() else "missing")
 
 
-def _save_git_dirs(top: Path, store: Path, meta_dir: Path, repos: list[RepoPaths],
-                   fmt: str) -> tuple[list[GitData], dict[str, str]]:
-    """Save each git dir once (one inside another is saved with it) and copy every object folder found
-    in them to a store: the top's objects to `store`, each other one to its own."""
+def _save_git_dirs(top: Path, store: Path, meta_dir: Path, repos: list[RepoPaths], fmt: str,
+                   data: list[GitData], stores: dict[str, str]) -> tuple[list[GitData], dict[str, str]]:
+    """Add to `data` each git dir of `repos` not saved yet (one inside another is saved with it) and copy
+    every object folder found in them to a store: the top's objects to `store`, each other one to its own."""
+    saved = [d.path for d in data]
     roots: list[str] = []
     for paths in repos:
         for path in (paths.common_dir, paths.git_dir):
@@ -199,11 +201,11 @@ def _save_git_dirs(top: Path, store: Path, meta_dir: Path, repos: list[RepoPaths
             if real not in roots:
                 roots.append(real)
     roots.sort(key=len)
-    kept = [r for n, r in enumerate(roots) if not any(r.startswith(o + os.sep) for o in roots[:n])]
-    top_objects = os.path.realpath(repos[0].objects)
-    data, stores = [], {}
-    for n, root in enumerate(kept):
-        folder = meta_dir / "git" / str(n)
+    kept = [r for n, r in enumerate(roots)
+            if r not in saved and not any(r.startswith(o + os.sep) for o in saved + roots[:n])]
+    top_objects = next(iter(stores), None) or os.path.realpath(repos[0].objects)
+    for root in kept:
+        folder = meta_dir / "git" / str(len(data))
         inside = root == str(top.resolve()) or root.startswith(str(top.resolve()) + os.sep)
         data.append(GitData(path=root, folder=str(folder), anchor=str(top.resolve()) if inside else str(Path(root).parent)))
         for rel in gitmeta.save(Path(root), folder):
