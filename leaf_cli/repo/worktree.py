@@ -2,9 +2,10 @@
 
 Git keeps two file modes (644 and 755) and no folders, and knows nothing of ignored files; so a 0600 key
 would come back 0644, an empty folder would vanish, and an undo that deletes "everything the recorded
-tree lacks" would delete the user's ignored `.env` once the agent un-ignored it. This module records the
-exact permission bits of files that differ from what a checkout would give them, the empty folders, and
-the ignored paths, and applies them on restore.
+tree lacks" would delete the user's ignored `.env` once the agent un-ignored it. This module records, from
+the checkpoint's file-system walk, the exact permission bits of files that differ from what a checkout
+would give them, the empty folders, the paths ignored at the start (git's view then, each repository's
+own), and the folders that looked like a git dir then; and applies them on restore.
 """
 
 from __future__ import annotations
