@@ -38,9 +38,11 @@ def other_repo(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     return other, whole_git(other)
 
 
-def whole_git(repo: Path) -> dict[str, object]:
+def whole_git(repo: Path, raw_index: bool = True) -> dict[str, object]:
+    """Work tree, git's view, config/hooks/info, reflogs, and the raw index (off where undo rewrote files the
+    index has clean: refreshing their stat data changes its bytes, not what it says)."""
     git = repo / ".git"
-    return {"git": git_dir_bytes(repo), "index": (git / "index").read_bytes(), **fingerprint(repo),
+    return {"git": git_dir_bytes(repo), "index": (git / "index").read_bytes() if raw_index else b"", **fingerprint(repo),
             "logs": {str(p.relative_to(git)): p.read_bytes() for p in (git / "logs").rglob("*") if p.is_file()}}
 
 
@@ -115,6 +117,20 @@ def test_folders_git_cannot_see_are_in_the_patch_and_removed(tmp_path: Path, dec
     assert not (repo / "sneaky").exists() and whole_git(repo) == before
     if hide == "git_init":
         assert "Moved aside" in said and "sneaky/.git" in said
+
+
+def test_folder_replaced_by_a_symlink_into_home_is_not_written_through(tmp_path: Path, decoy: dict) -> None:
+    repo = messy_repo(tmp_path / "work")
+    precious = Path(decoy["HOME"]) / "precious"
+    precious.mkdir()
+    (precious / "calc.py").write_text("the user's own calc.py\n")
+    before = whole_git(repo, raw_index=False)
+    agent(repo, tmp_path, f"rm -rf src && ln -s {precious} src && ls src", env=decoy)
+    assert (repo / "src").is_symlink() and (repo / "src" / "calc.py").read_text() == "the user's own calc.py\n"
+    undo(repo)
+    assert sorted(p.name for p in precious.iterdir()) == ["calc.py"]
+    assert (precious / "calc.py").read_text() == "the user's own calc.py\n"
+    assert not (repo / "src").is_symlink() and whole_git(repo, raw_index=False) == before
 
 
 def test_files_replaced_by_fifos_come_back(tmp_path: Path, decoy: dict) -> None:
