@@ -27,14 +27,15 @@ _HEX = frozenset("0123456789abcdef")
 
 
 def is_object_store(rel: str, stores: list[str]) -> bool:
-    """Whether `rel` is (inside) an object folder (loose `objects/xx`, `objects/pack`) or `lfs/` of one of
-    the git dirs `stores` (relative paths, '' for the root): objects live in the store, not here."""
+    """Whether `rel` is (inside) an object folder (loose `objects/xx`, `objects/pack`) or `lfs/`, `annex/`
+    of one of the git dirs `stores` (relative paths, '' for the root): git's objects live in the store, and
+    large-file stores are too big to copy each run (they are left as they are)."""
     for root in stores:
         prefix = f"{root}/" if root else ""
         if not rel.startswith(prefix):
             continue
         rest = rel[len(prefix):].split("/")
-        if rest[0] == "lfs" or (rest[0] == "objects" and len(rest) > 1
+        if rest[0] in ("lfs", "annex") or (rest[0] == "objects" and len(rest) > 1
                                 and (rest[1] == "pack" or (len(rest[1]) == 2 and set(rest[1]) <= _HEX))):
             return True
     return False

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, locate, record
-from leaf_cli.repo.git import out, work_tree_root
+from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, record
+from leaf_cli.repo.git import work_tree_root
 from leaf_cli.repo.lock import RepoLock, is_held, lock_path
 from leaf_cli.repo.patch import Patch, changed_paths, make_patch
+from leaf_cli.repo.refs import read_head
 from leaf_cli.repo.restore import RestoreReport, restore
 from leaf_cli.repo.safefs import Aside
 from leaf_cli.repo.runs import RunRecord, new_run_id, state_root
@@ -82,7 +83,7 @@ def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     """Record the after-state and the diff stat; return the patch."""
     top = Path(run.top)
     patch, after_tree = _patch(run)
-    run.after = _light_state(top, after_tree)
+    run.after = _light_state(run.before, after_tree)
     run.files_changed, run.insertions, run.deletions = _shortstat(patch.stat)
     run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
     run.save()
@@ -141,7 +142,7 @@ def after_leaf_commit(run: RunRecord) -> None:
     """The review committed the run's change: that state is the run's end state now, so `leaf undo` works."""
     top = Path(run.top)
     if run.after is not None:
-        run.after = _light_state(top, run.after.worktree_tree)
+        run.after = _light_state(run.before, run.after.worktree_tree)
         run.save()
 
 
@@ -150,7 +151,7 @@ def changed_since(run: RunRecord) -> list[str]:
     if run.after is None:
         return ["the run never recorded its end state (it was killed)"]
     top, store = Path(run.top), Path(run.store)
-    now = _light_state(top, current_tree(top, store, run.before))
+    now = _light_state(run.before, current_tree(top, store, run.before))
     problems = []
     if now.worktree_tree != run.after.worktree_tree:
         paths = [c[-1] for c in changed_paths(top, store, run.after.worktree_tree, now.worktree_tree)]
@@ -190,10 +191,11 @@ def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] 
     return report
 
 
-def _light_state(top: Path, tree: str) -> RepoState:
-    usable = locate(top) is not None
-    head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None if usable else None
-    branch = out(top, "symbolic-ref", "-q", "HEAD", check=False) or None if usable else None
+def _light_state(before: RepoState, tree: str) -> RepoState:
+    """HEAD, its branch and the work tree now. HEAD is read as files at the git dir recorded before the run,
+    not through git: the agent may have left a FIFO for an object git would open, or a planted commondir."""
+    git_dir = Path(before.git_dir) if before.git_dir else None
+    head, branch = read_head(git_dir, Path(before.common_dir or git_dir)) if git_dir else (None, None)
     return RepoState(head=head, branch=branch, worktree_tree=tree)
 
 

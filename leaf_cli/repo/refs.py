@@ -22,6 +22,28 @@ def read_refs(common_dir: Path, git_dir: Path) -> dict[str, str]:
     return found
 
 
+def read_head(git_dir: Path, common_dir: Path) -> tuple[str | None, str | None]:
+    """(the object HEAD names, the branch it points at): (None, branch) on an unborn branch, (None, None)
+    when HEAD is unreadable."""
+    body = _read_small(git_dir / "HEAD")
+    if body is None:
+        return None, None
+    if body.startswith(b"ref: "):
+        branch = os.fsdecode(body[5:].strip())
+        return read_refs(common_dir, git_dir).get(branch), branch
+    return (body.decode(), None) if _ID.match(body) else (None, None)
+
+
+def _read_small(path: Path) -> bytes | None:
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+            return fh.read(4096).strip()
+    except OSError:
+        return None
+
+
 def _packed(path: Path) -> dict[str, str]:
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
@@ -48,13 +70,7 @@ def _loose(base: Path) -> dict[str, str]:
     for dirpath, _dirnames, filenames in os.walk(refs):  # os.walk does not enter linked folders
         for name in filenames:
             path = os.path.join(dirpath, name)
-            try:
-                if not stat.S_ISREG(os.lstat(path).st_mode) or name.endswith(".lock"):
-                    continue
-                with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
-                    body = fh.read(100).strip()
-            except OSError:
-                continue
-            if _ID.match(body):
+            body = None if name.endswith(".lock") else _read_small(Path(path))
+            if body is not None and _ID.match(body):
                 found[os.path.relpath(path, base).replace(os.sep, "/")] = body.decode()
     return found

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from leaf_cli.repo.git import git
@@ -69,27 +70,30 @@ def copy_objects(src: Path, dst: Path, *, alternates: bool = True) -> int:
 
     Only names are compared: an object file's name is its hash, and a pack's name the hash of its content.
     Into a repository (undo), a link or file where an object folder belongs is removed first, never
-    followed; `alternates=False` there, since the git dir's own copy of info/ is put back as data.
+    followed; `alternates=False` there, since the git dir's own copy of info/ is put back as data, and
+    an object file the agent truncated or swapped for a FIFO (same name, not the same size or not a file)
+    is replaced too.
     """
     added = 0
     if not src.is_dir() or dst.is_symlink():
         return 0
+    exact = not alternates
     for entry in os.scandir(src):
         if len(entry.name) == 2 and entry.is_dir(follow_symlinks=False):
-            added += _copy_dir(Path(entry.path), dst / entry.name, lambda _n: True)
+            added += _copy_dir(Path(entry.path), dst / entry.name, lambda _n: True, exact)
     packs = src / "pack"
     if packs.is_dir():
         # A pack's .idx is what makes git look at it: copy the .pack first, the .idx and .rev after.
-        added += _copy_dir(packs, dst / "pack", lambda n: n.endswith(".pack"))
+        added += _copy_dir(packs, dst / "pack", lambda n: n.endswith(".pack"), exact)
         have = {p.name for p in (dst / "pack").glob("*.pack")} if (dst / "pack").is_dir() else set()
         added += _copy_dir(packs, dst / "pack",
-                           lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have)
+                           lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have, exact)
     if alternates:
         _copy_alternates(src, dst)
     return added
 
 
-def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-def]
+def _copy_dir(src: Path, dst: Path, wanted, exact: bool = False) -> int:  # type: ignore[no-untyped-def]
     try:
         names = [e.name for e in os.scandir(src) if e.is_file(follow_symlinks=False) and wanted(e.name)]
     except FileNotFoundError:
@@ -100,12 +104,29 @@ def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-d
         dst.unlink()  # planted where objects go: write through no link
     dst.mkdir(parents=True, exist_ok=True)
     present = set(os.listdir(dst))
+    if exact:
+        wanted_names = set(names)
+        present = {n for n in present if n in wanted_names and _same_size(src / n, dst / n)}
     added = 0
     for name in names:
         if name in present or name.endswith(".tmp") or name.startswith(("tmp_", ".")):
             continue
         added += _copy_file(src / name, dst / name)
     return added
+
+
+def _same_size(src: Path, dst: Path) -> bool:
+    """Whether `dst` is a regular file of `src`'s size; when not, it is removed (the copy replaces it)."""
+    try:
+        st = os.lstat(dst)
+        if stat.S_ISREG(st.st_mode) and st.st_size == os.stat(src).st_size:
+            return True
+    except FileNotFoundError:
+        return False
+    from leaf_cli.repo.safefs import remove
+
+    remove(dst)
+    return False
 
 
 def _copy_file(src: Path, dst: Path) -> int:

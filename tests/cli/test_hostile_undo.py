@@ -133,6 +133,20 @@ def test_folder_replaced_by_a_symlink_into_home_is_not_written_through(tmp_path:
     assert not (repo / "src").is_symlink() and whole_git(repo, raw_index=False) == before
 
 
+def test_objects_truncated_in_place_or_swapped_for_fifos_come_back(tmp_path: Path, decoy: dict) -> None:
+    repo = messy_repo(tmp_path / "work")
+    sh(repo, "git gc -q && echo loose > loose.txt && git add loose.txt && git commit -qm loose")
+    before = whole_git(repo)
+    wreck = ("for f in .git/objects/pack/*.pack; do chmod u+w $f; truncate -s 0 $f; done; "
+             "for f in $(find .git/objects/?? -type f | head -3); do rm -f $f; mkfifo $f; done; echo done")
+    agent(repo, tmp_path, wreck, env=decoy)
+    assert any(stat.S_ISFIFO(p.lstat().st_mode) for p in (repo / ".git" / "objects").glob("??/*"))
+    assert all(p.stat().st_size == 0 for p in (repo / ".git" / "objects" / "pack").glob("*.pack"))
+    undo(repo)
+    sh(repo, "git fsck --full --no-dangling 2>&1")
+    assert whole_git(repo) == before
+
+
 def test_files_replaced_by_fifos_come_back(tmp_path: Path, decoy: dict) -> None:
     repo = messy_repo(tmp_path / "work")
     before = whole_git(repo)
