@@ -90,7 +90,20 @@ def undo(
         if not candidates:
             raise LeafError(f"no leaf run in {here}; `leaf runs --all` lists every run")
         record = candidates[0]
-    dropped = undo_run(record, force=force)
+    report = undo_run(record, force=force)
     typer.echo(f"Restored {record.top} to its state before run {record.run_id}.", err=True)
-    for name, sha in dropped:
-        typer.echo(f"Removed {name} (it pointed at {sha[:12]}; `git update-ref {name} {sha}` brings it back).", err=True)
+    for line in report_lines(report):
+        typer.echo(line, err=True)
+
+
+def report_lines(report: object) -> list[str]:
+    """What an undo removed, moved aside or could not make again, one line each (shared by the review and chat)."""
+    from leaf_cli.ui.safe_text import plain
+
+    lines = [f"Removed {name} (it pointed at {sha[:12]}; `git update-ref {name} {sha}` brings it back)."
+             for name, sha in getattr(report, "dropped", [])]
+    lines += [f"Moved aside {plain(src)} (the run made it; leaf does not delete what it did not record): now {plain(dst)}"
+              for src, dst in getattr(report, "moved", [])]
+    lines += [f"Not made again: {plain(rel)} (a socket or device; leaf cannot recreate one)"
+              for rel in getattr(report, "not_recreated", [])]
+    return lines

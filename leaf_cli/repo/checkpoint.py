@@ -1,18 +1,20 @@
 """Record a repository's complete state before a run, in the store the agent cannot reach.
 
-What is recorded: HEAD and its branch, every ref, the raw index file (stat data, intent-to-add and all),
-the index as a tree, the working tree as a tree of exact bytes (tracked files plus untracked, not ignored
-files, with their modes), the git dir's config, hooks, `info/` and operation state (gitmeta), and what a
-tree cannot hold: permission bits, empty folders, ignored paths (worktree). Trees are written with git
-plumbing whose git dir is the store itself (tree_env), so the repository's config and attributes play no
-part: no filter, fsmonitor or hook of the agent's runs, and CRLF bytes stay CRLF.
+What is recorded: HEAD and its branch, every ref, the git dir itself as data (gitmeta: config, hooks,
+refs, reflogs, the index, operation state; objects copied to the store), and the work tree as one tree of
+exact bytes built by walking the file system (walk, snapshot): tracked and untracked files, links,
+FIFOs and other special files as markers, nested repositories' and submodules' files, each nested git
+dir recorded like the top's. Permission bits, empty folders and the paths ignored at the start are kept
+beside it (worktree). Where each git dir and `.git` entry was is written down now, while it is the user's:
+undo goes by that record, never by what the repository says later.
 
-What cannot be recorded makes `record` refuse with one line (RecordError): a nested repository or
-submodule (its own history is not in this one), an unreadable file.
+What cannot be recorded makes `record` refuse with one line (RecordError): an unreadable file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -20,18 +22,38 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from leaf_cli.errors import LeafError
 from leaf_cli.repo import gitmeta, worktree
 from leaf_cli.repo.git import GitError, git, out
-from leaf_cli.repo.store import copy_objects, ensure_store, stat_cache
+from leaf_cli.repo.snapshot import RecordError, snapshot, tree_env
+from leaf_cli.repo.store import copy_objects, ensure_store
+from leaf_cli.repo.walk import Walk, walk
 
-_GITLINK = "160000"
+__all__ = ["RecordError", "RepoState", "current_tree", "diff", "locate", "record", "tree_env"]
 EXCLUDES = "excludes"
 _COPY_TRIES = 3
 
 
-class RecordError(LeafError):
-    """The repository holds something a checkpoint cannot record, so the run must not start."""
+class GitData(BaseModel):
+    """One git dir saved as data (gitmeta), to be written back at the path it had."""
+
+    path: str = Field(description="The git dir, absolute and resolved at record time.")
+    folder: str = Field(description="Its saved copy.")
+    anchor: str = Field(description="Path components below this one are checked (and repaired) on restore.")
+
+
+class Pointer(BaseModel):
+    """A `.git` entry of the work tree (the top's or a nested repository's) as it was."""
+
+    rel: str
+    kind: str = Field(description="dir, file (a `gitdir:` file) or symlink.")
+    target: str | None = Field(None, description="A symlink's target.")
+    data: str | None = Field(None, description="Saved bytes of a `gitdir:` file.")
+
+
+class NestedRepo(BaseModel):
+    root: str = Field(description="The repository's work tree, relative to the top.")
+    git_dir: str
+    store: str = Field(description="The store its objects were copied to.")
 
 
 class RepoState(BaseModel):
@@ -44,6 +66,13 @@ class RepoState(BaseModel):
     worktree_tree: str = Field(description="Tracked and untracked (not ignored) files as a tree.")
     object_format: str = "sha1"
     meta_dir: str | None = Field(None, description="Saved raw index and .git metadata files.")
+    top: str | None = Field(None, description="The work tree recorded (resolved).")
+    git_dir: str | None = Field(None, description="The top's git dir, resolved at record time.")
+    common_dir: str | None = None
+    git_data: list[GitData] = Field(default_factory=list)
+    stores: dict[str, str] = Field(default_factory=dict, description="Each objects folder and its store.")
+    pointers: list[Pointer] = Field(default_factory=list)
+    nested: list[NestedRepo] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,13 +87,20 @@ class RepoPaths:
 
 
 def locate(top: Path) -> RepoPaths | None:
-    """The git paths of the work tree at `top`, or None when its repository is gone or broken."""
-    proc = git(top, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir",
-               "--git-path", "objects", "--git-path", "index", check=False)
-    lines = proc.stdout.decode(errors="surrogateescape").splitlines()
-    if proc.returncode != 0 or len(lines) != 5 or Path(lines[0]).resolve() != top.resolve():
+    """The git paths of the work tree at `top`, or None when its repository is gone or broken.
+
+    One rev-parse per path: a path may hold a newline, so lines of one output cannot be told apart.
+    """
+    found = []
+    for args in (("--show-toplevel",), ("--git-dir",), ("--git-common-dir",), ("--git-path", "objects"),
+                 ("--git-path", "index")):
+        proc = git(top, "rev-parse", "--path-format=absolute", *args, check=False)
+        if proc.returncode != 0 or not proc.stdout.endswith(b"\n"):
+            return None
+        found.append(Path(os.fsdecode(proc.stdout[:-1])))
+    if found[0].resolve() != top.resolve():
         return None
-    return RepoPaths(top, *(Path(line) for line in lines[1:]))
+    return RepoPaths(top, *found[1:])
 
 
 def object_format(top: Path) -> str:
@@ -78,73 +114,59 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
         raise GitError(f"{top} has no usable git repository to record")
     fmt = object_format(top)
     ensure_store(store, fmt)
-    _copy_excludes(paths, store)
+    _copy_excludes(paths.common_dir, store)
     meta_dir.mkdir(parents=True, exist_ok=True)
     head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None
     branch = out(top, "symbolic-ref", "-q", "HEAD", check=False) or None
     refs = _refs(top)
-    if paths.index.is_file():
-        shutil.copy2(paths.index, meta_dir / "index")
-    gitmeta.save(paths, meta_dir / "git")
-    index_tree = _copy_until_whole(paths, store, refs, meta_dir / "index")
+    git_data, stores = _save_git_dirs(top, store, meta_dir, [paths], fmt, [], {})  # first: a gc may run meanwhile
+    index_tree = _copy_until_whole(paths, store, refs, paths.index)
     excludes = meta_dir / EXCLUDES
     excludes.write_bytes(worktree.user_excludes(top))
-    base = index_tree or (f"{head}^{{tree}}" if head else None)
-    worktree_tree = snapshot(top, store, base, excludes, strict=True)
-    env = tree_env(store, top, stat_cache(store, top))
-    entries = worktree.tree_files(top, env, worktree_tree)
-    _refuse_gitlinks(entries)
-    extras = worktree.capture(top, env, entries)
+    ignore_env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.excludesFile", "GIT_CONFIG_VALUE_0": str(excludes)}
+    ignored = worktree.ignored_paths(top, ignore_env)
+    skip = set(ignored)
+    pointers = [_pointer(top, ".git", meta_dir)]
+    nested: list[tuple[str, RepoPaths]] = []
+
+    def on_repo(rel: str) -> None:  # a nested repository or submodule: its own ignored paths, its git dir
+        pointers.append(_pointer(top, f"{rel}/.git", meta_dir))
+        inner = locate(top / rel)
+        if inner is None:
+            return  # a `.git` that names no usable repository: kept as it is, its folder walked as files
+        found_ignored = [f"{rel}/{p}" for p in worktree.ignored_paths(top / rel, ignore_env)]
+        ignored.extend(found_ignored)
+        skip.update(found_ignored)
+        nested.append((rel, inner))
+
+    found = walk(str(top), lambda rel: rel in skip or rel + "/" in skip, on_repo=on_repo)
+    git_data, stores = _save_git_dirs(top, store, meta_dir, [p for _rel, p in nested], fmt, git_data, stores)
+    worktree_tree = snapshot(top, store, found, object_format=fmt, strict=True)
+    env = tree_env(store, top, meta_dir / "unused-index")
+    extras = worktree.capture(found, worktree.tree_files(top, env, worktree_tree), ignored)
     worktree.save(extras, meta_dir)
-    worktree.append_ignored(excludes, extras)  # later snapshots of this run leave them out: not the run's files
+    worktree.append_ignored(excludes, extras)
     return RepoState(head=head, branch=branch, refs=refs, index_tree=index_tree, worktree_tree=worktree_tree,
-                     object_format=fmt, meta_dir=str(meta_dir))
+                     object_format=fmt, meta_dir=str(meta_dir), top=str(top.resolve()),
+                     git_dir=os.path.realpath(paths.git_dir), common_dir=os.path.realpath(paths.common_dir),
+                     git_data=git_data, stores=stores, pointers=pointers,
+                     nested=[NestedRepo(root=rel, git_dir=os.path.realpath(p.git_dir),
+                                        store=stores.get(os.path.realpath(p.objects), str(store)))
+                             for rel, p in nested])
 
 
-def current_tree(top: Path, store: Path, state: RepoState) -> str:
+def current_walk(top: Path, state: RepoState) -> Walk:
+    """The work tree as it is now, walked with the paths ignored at record time left out."""
+    extras = worktree.load(Path(state.meta_dir) if state.meta_dir else None)
+    return walk(str(top), extras.skips, frozenset(extras.git_dirs))
+
+
+def current_tree(top: Path, store: Path, state: RepoState, found: Walk | None = None) -> str:
     """The working tree as it is now, as a tree in the store; works even after the agent removed `.git`.
 
     Paths ignored when `state` was recorded stay out (they are the user's, whatever `.gitignore` says now).
     """
-    excludes = Path(state.meta_dir) / EXCLUDES if state.meta_dir else None
-    return snapshot(top, store, state.worktree_tree, excludes if excludes and excludes.is_file() else None)
-
-
-def snapshot(top: Path, store: Path, base: str | None, excludes: Path | None, *, strict: bool = False) -> str:
-    """Every file of the work tree as a tree: `base`'s paths plus untracked, not ignored ones, as they are now.
-
-    The store's own index for this work tree is git's stat cache: `read-tree -m` takes `base`'s paths
-    and keeps the cached stat data of entries whose content matches, so unchanged files are not hashed
-    again. `strict` (the checkpoint) refuses when a file cannot be read instead of leaving it out.
-    """
-    env = tree_env(store, top, stat_cache(store, top), excludes)
-    if base is not None:
-        git(top, "read-tree", "-m", "-i", base, env=env)
-    else:
-        git(top, "read-tree", "--empty", env=env)
-    proc = git(top, "add", "-A", *([] if strict else ["--ignore-errors"]), "--", ":/", env=env, check=False)
-    if strict and proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise RecordError(f"leaf cannot record this work tree, so the run does not start: "
-                          f"{detail[-1] if detail else 'git add failed'}")
-    tree = _write_tree(top, env)
-    if tree is None:
-        raise GitError("could not write the working tree as a git tree")
-    return tree
-
-
-def tree_env(store: Path, top: Path, index: Path, excludes: Path | None = None) -> dict[str, str]:
-    """Git env for content calls: the store is the git dir (its config, its raw attributes, its objects).
-
-    `excludes` is the run's ignore file (the user's global excludes and the paths ignored at its start).
-    No alternates into the repository on purpose: git skips writing an object it can already see, and then
-    a tree would exist only in the repository, where the agent can prune it.
-    """
-    env = {"GIT_DIR": str(store), "GIT_WORK_TREE": str(top), "GIT_INDEX_FILE": str(index)}
-    if excludes is not None:
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.excludesFile",
-                    "GIT_CONFIG_VALUE_0": str(excludes)})
-    return env
+    return snapshot(top, store, found or current_walk(top, state), object_format=state.object_format)
 
 
 def diff(top: Path, store: Path, old_tree: str, new_tree: str, *, stat: bool = False) -> str:
@@ -155,9 +177,55 @@ def diff(top: Path, store: Path, old_tree: str, new_tree: str, *, stat: bool = F
     return git(top, *args, old_tree, new_tree, env=env).stdout.decode(errors="replace")
 
 
-def _copy_excludes(paths: RepoPaths, store: Path) -> None:
+def _pointer(top: Path, rel: str, meta_dir: Path) -> Pointer:
+    path = top / rel
+    if path.is_symlink():
+        return Pointer(rel=rel, kind="symlink", target=os.readlink(path))
+    if path.is_file():
+        saved = meta_dir / "pointers" / _key(rel)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_bytes(path.read_bytes())
+        return Pointer(rel=rel, kind="file", data=str(saved))
+    return Pointer(rel=rel, kind="dir" if path.is_dir() else "missing")
+
+
+def _save_git_dirs(top: Path, store: Path, meta_dir: Path, repos: list[RepoPaths], fmt: str,
+                   data: list[GitData], stores: dict[str, str]) -> tuple[list[GitData], dict[str, str]]:
+    """Add to `data` each git dir of `repos` not saved yet (one inside another is saved with it) and copy
+    every object folder found in them to a store: the top's objects to `store`, each other one to its own."""
+    saved = [d.path for d in data]
+    roots: list[str] = []
+    for paths in repos:
+        for path in (paths.common_dir, paths.git_dir):
+            real = os.path.realpath(path)
+            if real not in roots:
+                roots.append(real)
+    roots.sort(key=len)
+    kept = [r for n, r in enumerate(roots)
+            if r not in saved and not any(r.startswith(o + os.sep) for o in saved + roots[:n])]
+    top_objects = next(iter(stores), None) or os.path.realpath(repos[0].objects)
+    for root in kept:
+        folder = meta_dir / "git" / str(len(data))
+        inside = root == str(top.resolve()) or root.startswith(str(top.resolve()) + os.sep)
+        data.append(GitData(path=root, folder=str(folder), anchor=str(top.resolve()) if inside else str(Path(root).parent)))
+        for rel in gitmeta.save(Path(root), folder):
+            objects = os.path.realpath(os.path.join(root, rel, "objects"))
+            target = store if objects == top_objects else store.with_name(f"objects-{_key(objects)}.git")
+            if target != store:
+                ensure_store(target, fmt)
+                copy_objects(Path(objects), target / "objects")
+            stores[objects] = str(target)
+    stores.setdefault(top_objects, str(store))
+    return data, stores
+
+
+def _key(path: str) -> str:
+    return hashlib.sha256(path.encode(errors="surrogateescape")).hexdigest()[:16]
+
+
+def _copy_excludes(common_dir: Path, store: Path) -> None:
     """The repository's `info/exclude` as the store's, so leaf's snapshots ignore what the user's git ignores."""
-    src = paths.common_dir / "info" / "exclude"
+    src = common_dir / "info" / "exclude"
     data = src.read_bytes() if src.is_file() else b""
     (store / "info").mkdir(exist_ok=True)
     (store / "info" / "exclude").write_bytes(data)
@@ -195,13 +263,6 @@ def _index_tree(top: Path, store: Path, index: Path) -> str | None:
 def _index_has_conflicts(top: Path, store: Path, index: Path) -> bool:
     proc = git(top, "ls-files", "-u", env=tree_env(store, top, index), check=False)
     return proc.returncode == 0 and bool(proc.stdout.strip())
-
-
-def _refuse_gitlinks(entries: list[tuple[str, str]]) -> None:
-    nested = [rel for mode, rel in entries if mode == _GITLINK]
-    if nested:
-        raise RecordError(f"{nested[0]} is a nested git repository or submodule, whose files leaf cannot "
-                          "checkpoint; run leaf inside it, or commit or move it first")
 
 
 def _write_tree(top: Path, env: dict[str, str]) -> str | None:

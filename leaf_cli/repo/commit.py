@@ -18,6 +18,9 @@ def commit_patch(top: Path, patch: str, message: str) -> str:
     """Make a commit of `patch` on top of HEAD (not moving anything yet) and return its id."""
     if not patch.strip():
         raise LeafError("the run changed nothing; there is nothing to commit")
+    if not re.search(r"^diff --git ", patch, re.M):
+        raise LeafError("every change of the run was left out of the patch (files too large, or FIFOs); "
+                        "commit them yourself with git")
     if not message.strip():
         raise LeafError("the commit message is empty")
     head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None

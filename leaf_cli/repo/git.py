@@ -33,8 +33,8 @@ SAFE_CONFIG = (
 )
 
 
-class GitError(RuntimeError):
-    """A git command failed; the message carries the command and git's stderr."""
+class GitError(LeafError):
+    """A git command failed; the message carries the command and git's stderr (one line for the user)."""
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -56,19 +56,46 @@ def git_argv(*args: str) -> list[str]:
 
 
 def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, input: bytes | None = None,
-        check: bool = True, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[bytes]:
-    """Run `git ARGS` in `cwd` and return the finished process (bytes); raise GitError when it fails."""
+        check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run `git ARGS` in `cwd` and return the finished process (bytes); raise GitError when it fails.
+
+    A git that runs past `timeout` (GIT_TIMEOUT) is killed with its process group, and the index lock it
+    was holding is removed: a killed git cannot remove it itself, and every later call would fail on it.
+    """
+    limit = GIT_TIMEOUT if timeout is None else timeout
+    lock = Path(env["GIT_INDEX_FILE"] + ".lock") if env and env.get("GIT_INDEX_FILE") else None
+    lock_was_there = lock is not None and lock.exists()
     try:
-        proc = subprocess.run(git_argv(*args), cwd=cwd, env=git_env(env), input=input,
-                              capture_output=True, timeout=timeout, check=False)
+        proc = subprocess.Popen(git_argv(*args), cwd=cwd, env=git_env(env), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except FileNotFoundError:
         raise LeafError("git is not installed or not on PATH; install git and try again") from None
+    try:
+        stdout, stderr = proc.communicate(input, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise GitError(f"git {' '.join(args)} timed out after {timeout:.0f} s") from None
-    if check and proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {' '.join(args)} failed: {detail[-1] if detail else f'exit {proc.returncode}'}")
-    return proc
+        _kill_group(proc)
+        if lock is not None and not lock_was_there:
+            lock.unlink(missing_ok=True)
+        raise GitError(f"git {args[0] if args else ''} timed out after {limit:.0f} s (is a file in the work tree "
+                       "very large?)") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    if check and done.returncode != 0:
+        detail = stderr.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git {' '.join(args)[:200]} failed: {detail[-1] if detail else f'exit {done.returncode}'}")
+    return done
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.communicate()
 
 
 def out(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
@@ -99,7 +126,7 @@ def work_tree_root(path: Path) -> Path:
     if not path.is_dir():
         raise LeafError(f"{path} is not a directory")
     proc = git(path, "rev-parse", "--show-toplevel", check=False)
-    top = proc.stdout.decode(errors="surrogateescape").strip()
+    top = os.fsdecode(proc.stdout.removesuffix(b"\n"))  # only git's newline: a path may end in one
     if proc.returncode != 0 or not top:
         raise LeafError(f"{path} is not inside a git work tree; run `git init` there first or pass --workdir")
     return Path(top).resolve()

@@ -1,85 +1,121 @@
-"""The parts of a git dir that are not objects or refs, saved as bytes and put back as bytes.
+"""A git dir as data: every entry of it but the object stores, saved as bytes and put back as bytes.
 
-`.git/config`, hooks and `info/` decide what the user's next git command runs, so an agent that plants a
-hook or a `core.fsmonitor` must not outlive `leaf undo`; merge, rebase, cherry-pick and bisect state files
-are the user's work in flight. Each item is recorded as present (with its bytes and modes) or absent, and
-restore makes it exactly that again: planted items are removed, changed ones rewritten, deleted ones back.
+Undo must not ask the repository where its data lives: the agent can point `.git/commondir` at another
+repository, replace `.git` with a `gitdir:` file naming one, or make `.git/index` a symlink to a file in
+the home, and every git command would then follow. So the checkpoint copies the whole git dir (config,
+hooks, info/, HEAD, refs, packed-refs, reflogs, the index, merge / rebase / cherry-pick / bisect state,
+submodules' git dirs under modules/) while it is still the user's, and undo writes it back at the path
+recorded then, entry by entry, through safefs: whatever the run added there is removed, links are never
+followed, and nothing of git decides where a byte goes. Objects are not copied here: they go to the store
+(store.copy_objects), which this module names by the object folders it skipped.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
-from typing import Protocol
 
-# Shared by every worktree of a repository (under the common dir).
-COMMON_ITEMS = ("config", "hooks", "info", "shallow", "logs/refs/stash")
-# One worktree's own (under its git dir): its config and whatever operation it has in progress.
-WORKTREE_ITEMS = ("config.worktree", "MERGE_HEAD", "MERGE_MODE", "MERGE_MSG", "AUTO_MERGE", "CHERRY_PICK_HEAD",
-                  "REVERT_HEAD", "SQUASH_MSG", "ORIG_HEAD", "BISECT_LOG", "BISECT_START", "BISECT_TERMS",
-                  "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK", "rebase-merge", "rebase-apply",
-                  "sequencer")
-# Only needed to rebuild a git dir the agent removed (refs and HEAD are restored through git otherwise).
-REBUILD_ITEMS = ("HEAD", "packed-refs", "description")
+from leaf_cli.repo import safefs
+from leaf_cli.repo.walk import looks_like_git_dir
+
 _MANIFEST = "manifest.json"
+_DATA = "data"
+_HEX = frozenset("0123456789abcdef")
 
 
-class GitPaths(Protocol):
-    git_dir: Path
-    common_dir: Path
+def is_object_store(rel: str, stores: list[str]) -> bool:
+    """Whether `rel` is (inside) an object folder (loose `objects/xx`, `objects/pack`) or `lfs/`, `annex/`
+    of one of the git dirs `stores` (relative paths, '' for the root): git's objects live in the store, and
+    large-file stores are too big to copy each run (they are left as they are)."""
+    for root in stores:
+        prefix = f"{root}/" if root else ""
+        if not rel.startswith(prefix):
+            continue
+        rest = rel[len(prefix):].split("/")
+        if rest[0] in ("lfs", "annex") or (rest[0] == "objects" and len(rest) > 1
+                                and (rest[1] == "pack" or (len(rest[1]) == 2 and set(rest[1]) <= _HEX))):
+            return True
+    return False
 
 
-def _sources(paths: GitPaths) -> dict[str, Path]:
-    items = {f"common/{n}": paths.common_dir / n for n in COMMON_ITEMS}
-    items.update({f"worktree/{n}": paths.git_dir / n for n in WORKTREE_ITEMS})
-    items.update({f"rebuild/{n}": (paths.git_dir if n == "HEAD" else paths.common_dir) / n for n in REBUILD_ITEMS})
-    return items
-
-
-def save(paths: GitPaths, folder: Path) -> None:
-    """Copy every item that exists into `folder` and write which ones did."""
+def save(src: Path, folder: Path) -> list[str]:
+    """Copy every entry of the git dir `src` into `folder` (objects aside) and write the manifest; return
+    the git dirs found inside it (relative; '' is `src`) whose objects the caller copies to a store."""
     if folder.exists():
         shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    present: dict[str, str] = {}
-    for key, src in _sources(paths).items():
-        if src.is_symlink() or src.is_file():
-            kind = "file"
-        elif src.is_dir():
-            kind = "dir"
-        else:
+    data = folder / _DATA
+    data.mkdir(parents=True)
+    entries: dict[str, list] = {}
+    stores: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = os.path.relpath(dirpath, src).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir
+        if looks_like_git_dir(dirpath):
+            stores.append(rel_dir)
+        kept = []
+        for name in sorted(dirnames + filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if is_object_store(rel, stores):
+                continue
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
+                entries[rel] = ["dir", st.st_mode]
+                (data / rel).mkdir()
+                kept.append(name)
+            elif stat.S_ISLNK(st.st_mode):
+                entries[rel] = ["symlink", st.st_mode, os.readlink(path)]
+            elif stat.S_ISREG(st.st_mode):
+                entries[rel] = ["file", st.st_mode]
+                shutil.copy2(path, data / rel, follow_symlinks=False)
+            # a socket or FIFO (fsmonitor's, a daemon's): no data, nothing to put back
+        dirnames[:] = [d for d in dirnames if d in kept]
+    (folder / _MANIFEST).write_text(json.dumps({"entries": entries, "stores": stores}))
+    return stores
+
+
+def manifest(folder: Path) -> tuple[dict[str, list], list[str]]:
+    loaded = json.loads((folder / _MANIFEST).read_text())
+    return loaded["entries"], loaded["stores"]
+
+
+def restore(dest: Path, folder: Path, anchor: Path, aside: safefs.Aside) -> None:
+    """Make the git dir at `dest` exactly what `save` recorded (its object folders left as they are)."""
+    entries, stores = manifest(folder)
+    safefs.ensure_dir(dest, anchor, aside)
+    _prune(dest, "", entries, stores)
+    data = folder / _DATA
+    for rel, (what, mode, *extra) in sorted(entries.items()):
+        target = dest / rel
+        if what == "dir":
+            if safefs.kind(target) != "dir":
+                safefs.remove(target)
+                target.mkdir()
+            os.chmod(target, stat.S_IMODE(mode))
+        elif what == "symlink":
+            if safefs.kind(target) != "symlink" or os.readlink(target) != extra[0]:
+                safefs.write_symlink(extra[0], target)
+        elif not safefs.same_file(target, data / rel):
+            safefs.write_copy(data / rel, target, mode)
+        elif stat.S_IMODE(os.lstat(target).st_mode) != stat.S_IMODE(mode):
+            os.chmod(target, stat.S_IMODE(mode))
+
+
+def _prune(root: Path, rel_dir: str, entries: dict[str, list], stores: list[str]) -> None:
+    """Remove every entry the record lacks, or holds as another kind (the run made it; links not followed)."""
+    folder = root / rel_dir if rel_dir else root
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        what = safefs.kind(entry.path)
+        if is_object_store(rel, stores):
+            if what != "dir":
+                safefs.remove(entry.path)  # a link or file where objects go: the run's, and nothing to keep
             continue
-        _copy(src, folder / key, kind)
-        present[key] = kind
-    (folder / _MANIFEST).write_text(json.dumps(present, indent=1))
-
-
-def restore(paths: GitPaths, folder: Path, *, rebuild: bool = False) -> None:
-    """Make every recorded item exactly what it was (absent ones removed); `rebuild` adds HEAD and packed-refs."""
-    manifest = folder / _MANIFEST
-    if not manifest.is_file():
-        return  # a checkpoint from before leaf recorded these
-    present: dict[str, str] = json.loads(manifest.read_text())
-    for key, target in _sources(paths).items():
-        if key.startswith("rebuild/") and not rebuild:
-            continue
-        _remove(target)
-        if key in present:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _copy(folder / key, target, present[key])
-
-
-def _copy(src: Path, dst: Path, kind: str) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if kind == "dir":
-        shutil.copytree(src, dst, symlinks=True)
-    else:
-        shutil.copy2(src, dst, follow_symlinks=False)
-
-
-def _remove(target: Path) -> None:
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
-        shutil.rmtree(target)
+        recorded = entries.get(rel)
+        if recorded is None or recorded[0] != what:
+            safefs.remove(entry.path)
+        elif what == "dir":
+            _prune(root, rel, entries, stores)

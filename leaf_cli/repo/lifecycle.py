@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.repo.checkpoint import RepoState, current_tree, diff, locate, record
-from leaf_cli.repo.git import out, work_tree_root
+from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, record
+from leaf_cli.repo.git import work_tree_root
 from leaf_cli.repo.lock import RepoLock, is_held, lock_path
-from leaf_cli.repo.restore import restore
+from leaf_cli.repo.patch import Patch, changed_paths, make_patch
+from leaf_cli.repo.refs import read_head
+from leaf_cli.repo.restore import RestoreReport, restore
+from leaf_cli.repo.safefs import Aside
 from leaf_cli.repo.runs import RunRecord, new_run_id, state_root
 from leaf_cli.repo.store import store_for
 
@@ -63,21 +66,28 @@ def is_live(run: RunRecord) -> bool:
 
 def run_patch(run: RunRecord) -> str:
     """Everything the run changed against the start state (new and deleted files included), as a git patch."""
+    return _patch(run)[0].text
+
+
+def _patch(run: RunRecord) -> tuple[Patch, str]:
     top, store = Path(run.top), Path(run.store)
-    return diff(top, store, run.before.worktree_tree, current_tree(top, store, run.before))
+    found = current_walk(top, run.before)
+    after_tree = current_tree(top, store, run.before, found)
+    patch = make_patch(top, store, run.before.worktree_tree, after_tree, object_format=run.before.object_format,
+                       found=found, recorded_repos=frozenset(n.root for n in run.before.nested)
+                       | frozenset(p.rel[:-5] for p in run.before.pointers if p.rel.endswith("/.git")))
+    return patch, after_tree
 
 
 def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     """Record the after-state and the diff stat; return the patch."""
-    top, store = Path(run.top), Path(run.store)
-    after_tree = current_tree(top, store, run.before)
-    run.after = _light_state(top, after_tree)
-    patch = diff(top, store, run.before.worktree_tree, after_tree)
-    run.files_changed, run.insertions, run.deletions = _shortstat(diff(top, store, run.before.worktree_tree,
-                                                                       after_tree, stat=True))
+    top = Path(run.top)
+    patch, after_tree = _patch(run)
+    run.after = _light_state(run.before, after_tree)
+    run.files_changed, run.insertions, run.deletions = _shortstat(patch.stat)
     run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
     run.save()
-    return patch
+    return patch.text
 
 
 def end_run_anyhow(run: RunRecord, exit_reason: str) -> str:
@@ -132,7 +142,7 @@ def after_leaf_commit(run: RunRecord) -> None:
     """The review committed the run's change: that state is the run's end state now, so `leaf undo` works."""
     top = Path(run.top)
     if run.after is not None:
-        run.after = _light_state(top, run.after.worktree_tree)
+        run.after = _light_state(run.before, run.after.worktree_tree)
         run.save()
 
 
@@ -141,48 +151,51 @@ def changed_since(run: RunRecord) -> list[str]:
     if run.after is None:
         return ["the run never recorded its end state (it was killed)"]
     top, store = Path(run.top), Path(run.store)
-    now = _light_state(top, current_tree(top, store, run.before))
+    now = _light_state(run.before, current_tree(top, store, run.before))
     problems = []
     if now.worktree_tree != run.after.worktree_tree:
-        stat = diff(top, store, run.after.worktree_tree, now.worktree_tree, stat=True).strip().splitlines()
-        problems.append("files changed since the run: " + ", ".join(line.split("|")[0].strip() for line in stat[:-1][:5]))
+        paths = [c[-1] for c in changed_paths(top, store, run.after.worktree_tree, now.worktree_tree)]
+        problems.append("files changed since the run: " + ", ".join(paths[:5]) + (" ..." if len(paths) > 5 else ""))
     if (now.head, now.branch) != (run.after.head, run.after.branch):
         problems.append(f"HEAD moved since the run (now {now.branch or now.head})")
     return problems
 
 
-def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] = ()) -> RestoreReport:
     """Restore the state recorded before `run`; refuse when the user changed things since, unless `force`.
 
     A run still going in another leaf process is refused even with `force`: its agent would keep writing.
-    Survivors of the run's commands are killed first (reaper). Returns the refs created since the run that
-    were removed (name, object); `keep_refs` (and the run's own kept refs) stay.
+    The repository's lock is taken before anything is read, so a stale lock a killed git left in the store
+    can be cleared safely. Returns what was removed (refs made since, which `keep_refs` and the run's own
+    kept refs escape) and what was moved aside (into the run's folder) instead of deleted.
     """
     if is_live(run) and run.run_id not in _LOCKS:
         raise LeafError(f"run {run.run_id} is still running (leaf pid {run.pid}); stop it (Ctrl-C) before undoing it")
     if run.status == "undone" and not force:
         raise LeafError(f"run {run.run_id} is already undone (use --force to restore its start state again)")
-    if not force:
-        problems = changed_since(run)
-        if problems:
-            raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway")
-    run.kept_refs = sorted(set(run.kept_refs) | set(keep_refs))
     own = run.run_id in _LOCKS
     lock = None if own else RepoLock(lock_path(state_root(), Path(run.top))).acquire(f"undo of run {run.run_id}, pid {os.getpid()}")
     try:
-        dropped = restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(run.kept_refs))
+        if not force:
+            problems = changed_since(run)
+            if problems:
+                raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway")
+        run.kept_refs = sorted(set(run.kept_refs) | set(keep_refs))
+        aside = Aside(run.folder / "aside" / time.strftime("%Y%m%d-%H%M%S"))
+        report = restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(run.kept_refs), aside=aside)
         run.status = "undone"
         run.save()
     finally:
         if lock is not None:
             lock.release()
-    return dropped
+    return report
 
 
-def _light_state(top: Path, tree: str) -> RepoState:
-    usable = locate(top) is not None
-    head = out(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) or None if usable else None
-    branch = out(top, "symbolic-ref", "-q", "HEAD", check=False) or None if usable else None
+def _light_state(before: RepoState, tree: str) -> RepoState:
+    """HEAD, its branch and the work tree now. HEAD is read as files at the git dir recorded before the run,
+    not through git: the agent may have left a FIFO for an object git would open, or a planted commondir."""
+    git_dir = Path(before.git_dir) if before.git_dir else None
+    head, branch = read_head(git_dir, Path(before.common_dir or git_dir)) if git_dir else (None, None)
     return RepoState(head=head, branch=branch, worktree_tree=tree)
 
 

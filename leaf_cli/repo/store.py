@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from leaf_cli.repo.git import git
@@ -55,37 +56,57 @@ def stat_cache(store: Path, top: Path) -> Path:
     return store / f"leaf-index-{key}"
 
 
-def copy_objects(src: Path, dst: Path) -> int:
+def clear_stale_lock(index: Path) -> None:
+    """Remove the lock a killed git left on one of the store's stat caches.
+
+    Safe because only leaf writes these indexes, and only while it holds the work tree's repository lock
+    (lock.RepoLock): no live git of leaf's can own the lock file then.
+    """
+    index.with_name(index.name + ".lock").unlink(missing_ok=True)
+
+
+def copy_objects(src: Path, dst: Path, *, alternates: bool = True) -> int:
     """Copy every loose object and pack from `src` into `dst` that `dst` lacks; return the count.
 
     Only names are compared: an object file's name is its hash, and a pack's name the hash of its content.
+    Into a repository (undo), a link or file where an object folder belongs is removed first, never
+    followed; `alternates=False` there, since the git dir's own copy of info/ is put back as data, and
+    an object file the agent truncated or swapped for a FIFO (same name, not the same size or not a file)
+    is replaced too.
     """
     added = 0
-    if not src.is_dir():
+    if not src.is_dir() or dst.is_symlink():
         return 0
+    exact = not alternates
     for entry in os.scandir(src):
         if len(entry.name) == 2 and entry.is_dir(follow_symlinks=False):
-            added += _copy_dir(Path(entry.path), dst / entry.name, lambda _n: True)
+            added += _copy_dir(Path(entry.path), dst / entry.name, lambda _n: True, exact)
     packs = src / "pack"
     if packs.is_dir():
         # A pack's .idx is what makes git look at it: copy the .pack first, the .idx and .rev after.
-        added += _copy_dir(packs, dst / "pack", lambda n: n.endswith(".pack"))
+        added += _copy_dir(packs, dst / "pack", lambda n: n.endswith(".pack"), exact)
         have = {p.name for p in (dst / "pack").glob("*.pack")} if (dst / "pack").is_dir() else set()
         added += _copy_dir(packs, dst / "pack",
-                           lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have)
-    _copy_alternates(src, dst)
+                           lambda n: n.endswith(_PACK_SUFFIXES[1:]) and n.rsplit(".", 1)[0] + ".pack" in have, exact)
+    if alternates:
+        _copy_alternates(src, dst)
     return added
 
 
-def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-def]
+def _copy_dir(src: Path, dst: Path, wanted, exact: bool = False) -> int:  # type: ignore[no-untyped-def]
     try:
         names = [e.name for e in os.scandir(src) if e.is_file(follow_symlinks=False) and wanted(e.name)]
     except FileNotFoundError:
         return 0  # a concurrent gc removed the folder
     if not names:
         return 0
+    if dst.is_symlink() or (dst.exists() and not dst.is_dir()):
+        dst.unlink()  # planted where objects go: write through no link
     dst.mkdir(parents=True, exist_ok=True)
     present = set(os.listdir(dst))
+    if exact:
+        wanted_names = set(names)
+        present = {n for n in present if n in wanted_names and _same_size(src / n, dst / n)}
     added = 0
     for name in names:
         if name in present or name.endswith(".tmp") or name.startswith(("tmp_", ".")):
@@ -94,11 +115,26 @@ def _copy_dir(src: Path, dst: Path, wanted) -> int:  # type: ignore[no-untyped-d
     return added
 
 
+def _same_size(src: Path, dst: Path) -> bool:
+    """Whether `dst` is a regular file of `src`'s size; when not, it is removed (the copy replaces it)."""
+    try:
+        st = os.lstat(dst)
+        if stat.S_ISREG(st.st_mode) and st.st_size == os.stat(src).st_size:
+            return True
+    except FileNotFoundError:
+        return False
+    from leaf_cli.repo.safefs import remove
+
+    remove(dst)
+    return False
+
+
 def _copy_file(src: Path, dst: Path) -> int:
     """Copy one object file (reflink when possible) under a temporary name, then rename it into place."""
     tmp = dst.with_name(f".tmp-{os.getpid()}-{dst.name}")
     try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        tmp.unlink(missing_ok=True)
+        with open(src, "rb") as fin, open(tmp, "xb") as fout:
             if not _reflink(fin.fileno(), fout.fileno()):
                 shutil.copyfileobj(fin, fout, 1 << 20)
     except FileNotFoundError:

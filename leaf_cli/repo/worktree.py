@@ -2,9 +2,10 @@
 
 Git keeps two file modes (644 and 755) and no folders, and knows nothing of ignored files; so a 0600 key
 would come back 0644, an empty folder would vanish, and an undo that deletes "everything the recorded
-tree lacks" would delete the user's ignored `.env` once the agent un-ignored it. This module records the
-exact permission bits of files that differ from what a checkout would give them, the empty folders, and
-the ignored paths, and applies them on restore.
+tree lacks" would delete the user's ignored `.env` once the agent un-ignored it. This module records, from
+the checkpoint's file-system walk, the exact permission bits of files that differ from what a checkout
+would give them, the empty folders, the paths ignored at the start (git's view then, each repository's
+own), and the folders that looked like a git dir then; and applies them on restore.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Mapping
 from pydantic import BaseModel, Field
 
 from leaf_cli.repo.git import git
+from leaf_cli.repo.walk import Walk
 
 _FILE = "worktree.json"
 
@@ -26,8 +28,9 @@ _FILE = "worktree.json"
 class WorktreeExtras(BaseModel):
     umask: int = Field(0o022, description="The umask at record time: what a checkout gives a new file.")
     modes: dict[str, int] = Field(default_factory=dict, description="Files whose permission bits a checkout would not give back.")
-    empty_dirs: list[str] = Field(default_factory=list, description="Empty folders (untracked, not ignored).")
+    empty_dirs: list[str] = Field(default_factory=list, description="Empty folders (untracked, not ignored), each ending with '/'.")
     ignored: list[str] = Field(default_factory=list, description="Ignored paths; a wholly ignored folder ends with '/'.")
+    git_dirs: list[str] = Field(default_factory=list, description="Folders that looked like a git dir at record time (content, not moved aside).")
 
     def was_ignored(self, rel: str) -> bool:
         """Whether `rel` was (under) an ignored path when the run started: the user's, never to delete."""
@@ -35,6 +38,10 @@ class WorktreeExtras(BaseModel):
             return True
         parts = rel.split("/")
         return any("/".join(parts[:i]) + "/" in self._ignored_set for i in range(1, len(parts) + 1))
+
+    def skips(self, rel: str) -> bool:
+        """For the walk: `rel` was ignored at record time (a folder's content is then not walked either)."""
+        return rel in self._ignored_set or rel + "/" in self._ignored_set
 
     @property
     def _ignored_set(self) -> set[str]:
@@ -51,21 +58,17 @@ def current_umask() -> int:
     return mask
 
 
-def capture(top: Path, env: Mapping[str, str], entries: list[tuple[str, str]]) -> WorktreeExtras:
-    """Record modes, empty folders and ignored paths of the work tree at `top` (git env of the store);
-    `entries` are the recorded tree's (mode, path) pairs."""
+def capture(found: Walk, entries: list[tuple[str, str]], ignored: list[str]) -> WorktreeExtras:
+    """Record modes and empty folders of the walked work tree; `entries` are the recorded tree's (mode,
+    path) pairs, `ignored` the paths ignored at record time."""
     umask = current_umask()
     modes = {}
-    prefix = str(top).rstrip("/") + "/"  # string paths: pathlib's parsing cost more than the lstat itself
     for mode, rel in entries:
-        try:
-            st = os.lstat(prefix + rel)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != default_perm(mode, umask):
-            modes[rel] = stat.S_IMODE(st.st_mode)
-    return WorktreeExtras(umask=umask, modes=modes, empty_dirs=empty_dirs(top, env),
-                          ignored=_ls(top, env, "-o", "-i", "--exclude-standard", "--directory"))
+        st_mode = found.files.get(rel)
+        if st_mode is not None and stat.S_ISREG(st_mode) and stat.S_IMODE(st_mode) != default_perm(mode, umask):
+            modes[rel] = stat.S_IMODE(st_mode)
+    return WorktreeExtras(umask=umask, modes=modes, empty_dirs=empty_dirs(found), ignored=ignored,
+                          git_dirs=list(found.git_dirs))
 
 
 def tree_files(top: Path, env: Mapping[str, str], tree: str) -> list[tuple[str, str]]:
@@ -83,29 +86,19 @@ def default_perm(git_mode: str, umask: int) -> int:
     return (0o777 if git_mode == "100755" else 0o666) & ~umask
 
 
-def empty_dirs(top: Path, env: Mapping[str, str]) -> list[str]:
-    """Untracked, not ignored folders holding no file at any depth (each such folder listed)."""
-    found = []
-    for entry in _ls(top, env, "-o", "--exclude-standard", "--directory"):
-        if entry.endswith("/") and _holds_no_file(top / entry):
-            for dirpath, _dirs, _files in os.walk(top / entry):
-                found.append(os.path.relpath(dirpath, top).replace(os.sep, "/") + "/")
-    return sorted(found)
+def empty_dirs(found: Walk) -> list[str]:
+    """Walked folders holding no file at any depth, each ending with '/'."""
+    held = found.holding()
+    return sorted(f"{rel}/" for rel in found.dirs if rel not in held)
 
 
-def _holds_no_file(folder: Path) -> bool:
-    for _dirpath, _dirs, files in os.walk(folder):
-        if files:
-            return False
-    return folder.is_dir() and not folder.is_symlink()
-
-
-def _ls(top: Path, env: Mapping[str, str], *args: str) -> list[str]:
-    raw = git(top, "ls-files", "-z", *args, env=env, check=False).stdout
+def ignored_paths(root: Path, env: Mapping[str, str]) -> list[str]:
+    """The untracked paths git ignores in the work tree at `root` (a wholly ignored folder ends with '/')."""
+    raw = git(root, "ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory", env=env, check=False).stdout
     return [os.fsdecode(p) for p in raw.split(b"\0") if p]
 
 
-def apply(top: Path, env: Mapping[str, str], tree: str, extras: WorktreeExtras) -> None:
+def apply(top: Path, env: Mapping[str, str], tree: str, extras: WorktreeExtras, found: Walk) -> None:
     """After the files are back: exact permission bits, the empty folders, no empty folder the run made."""
     prefix = str(top).rstrip("/") + "/"
     for mode, rel in tree_files(top, env, tree):
@@ -118,7 +111,7 @@ def apply(top: Path, env: Mapping[str, str], tree: str, extras: WorktreeExtras) 
         if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != wanted:
             os.chmod(path, wanted)
     recorded = set(extras.empty_dirs)
-    for rel in sorted(set(empty_dirs(top, env)) - recorded, key=len, reverse=True):
+    for rel in sorted(set(empty_dirs(found)) - recorded, key=len, reverse=True):
         if not extras.was_ignored(rel):
             try:
                 (top / rel).rmdir()

@@ -196,16 +196,6 @@ def test_undo_keeps_ignored_files_modes_crlf_and_empty_dirs(tmp_path: Path, sand
     assert tree_bytes(repo) == before and git_dir_bytes(repo) == git_before
 
 
-def test_nested_repository_refuses_with_one_line_and_leaves_nothing(git_repo: Path, tmp_path: Path) -> None:
-    sh(git_repo, "mkdir vendor && cd vendor && git init -q && echo v > v && git add v && git commit -qm v")
-    spec = script(tmp_path / "s.jsonl", {"content": "ok"})
-    for _ in range(2):  # the second try gets the same refusal: no lock or record was left behind
-        result = leaf("fix", "--json", "--workdir", str(git_repo), "--model", spec, "task")
-        assert result.exit_code == 2 and result.stdout == ""
-        assert result.stderr.strip().splitlines()[-1].startswith("leaf: error: vendor is a nested git repository")
-    assert "No runs" in leaf("runs", "--workdir", str(git_repo)).stdout
-
-
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_no_process_outlives_the_run(git_repo: Path, tmp_path: Path, sandbox: str) -> None:
     token = f"leaf-escape-{tmp_path.name}"

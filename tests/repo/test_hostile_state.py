@@ -160,11 +160,14 @@ def test_linked_worktree_is_restored(tmp_path: Path) -> None:
     roundtrip(linked, tmp_path, "git reset -q --hard HEAD~1 && git clean -fdxq && echo x > new.txt")
 
 
-def test_nested_repository_refuses_to_record(tmp_path: Path) -> None:
+def test_nested_repository_is_recorded_and_restored(tmp_path: Path) -> None:
     repo = messy_repo(tmp_path / "work")
-    sh(repo, "mkdir inner && cd inner && git init -q && echo i > i.txt && git add i.txt && git commit -qm i")
-    with pytest.raises(RecordError, match="inner.*nested git repository"):
-        record(repo, store_for(tmp_path / "s", repo), tmp_path / "s" / "meta")
+    inner = repo / "inner"
+    sh(repo, "mkdir inner && cd inner && git init -q -b main && echo i > i.txt && git add i.txt && git commit -qm i "
+             "&& echo wip >> i.txt && echo u > untracked.txt")
+    inner_before = full_state(inner)
+    roundtrip(repo, tmp_path, "cd inner && git reset -q --hard && git clean -fdxq && rm -rf .git && echo x > x.txt")
+    assert full_state(inner) == inner_before
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="[root] root reads every file, so nothing is unreadable")
