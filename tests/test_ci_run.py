@@ -1,0 +1,62 @@
+"""`.ci/run`: the pytest command it runs is the README's test command, and its phase table (an EXIT trap)
+prints each phase's wall time and, when a phase fails, which one, keeping the exit status."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CI = ROOT / ".ci" / "run"
+
+
+def _readme_test_command() -> str:
+    tests = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Tests\n", 1)[1]
+    block = tests.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines() if "-m pytest" in line]
+    assert len(lines) == 1, block
+    return lines[0]
+
+
+def _ci_test_command() -> str:
+    lines = [line.strip() for line in CI.read_text(encoding="utf-8").splitlines() if line.startswith("$PY -m pytest")]
+    assert len(lines) == 1, lines
+    return lines[0].replace("$PY", "python", 1)
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    assert _ci_test_command() == _readme_test_command()
+
+
+def _timing_block() -> str:
+    text = CI.read_text(encoding="utf-8")
+    start, end = text.index("# Each phase's wall time"), text.index("trap phase_report EXIT")
+    return text[start:end + len("trap phase_report EXIT")]
+
+
+def _run(body: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    script = tmp_path / "ci.sh"
+    script.write_text(f"set -euo pipefail\n{_timing_block()}\n{body}\n", encoding="utf-8")
+    return subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+
+
+def _table(out: str) -> dict[str, int]:
+    rows = re.findall(r"^(\S+)\s+(\d+)s\s+\d+m\d\ds$", out.split("== .ci/run phases (wall time)\n", 1)[1], re.M)
+    return {name: int(secs) for name, secs in rows}
+
+
+def test_a_failing_phase_still_prints_every_phase_and_names_the_one_that_failed(tmp_path: Path) -> None:
+    done = _run("phase install\nsleep 1.2\nphase tests\necho running\nexit 7\necho never", tmp_path)
+    assert done.returncode == 7, done.stderr
+    assert "running" in done.stdout and "never" not in done.stdout
+    table = _table(done.stdout)
+    assert list(table) == ["install", "tests", "total"]
+    assert table["install"] >= 1 and table["total"] >= table["install"] + table["tests"] - 1
+    assert done.stdout.rstrip().endswith("== .ci/run failed (exit 7) in phase tests")
+
+
+def test_a_passing_run_prints_the_table_without_a_failure_line(tmp_path: Path) -> None:
+    done = _run("phase apt\ntrue\nphase tests\ntrue", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(_table(done.stdout)) == ["apt", "tests", "total"] and "failed" not in done.stdout
