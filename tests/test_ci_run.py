@@ -31,8 +31,8 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def _timing_block() -> str:
     text = CI.read_text(encoding="utf-8")
-    start, end = text.index("# Each phase's wall time"), text.index("trap phase_report EXIT")
-    return text[start:end + len("trap phase_report EXIT")]
+    start, end = text.index("# Each phase's wall time"), text.index("trap 'exit 130' INT")
+    return text[start:end + len("trap 'exit 130' INT")]
 
 
 def _run(body: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -60,3 +60,14 @@ def test_a_passing_run_prints_the_table_without_a_failure_line(tmp_path: Path) -
     done = _run("phase apt\ntrue\nphase tests\ntrue", tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(_table(done.stdout)) == ["apt", "tests", "total"] and "failed" not in done.stdout
+
+
+def test_a_killed_run_prints_its_phases_and_the_signal_status(tmp_path: Path) -> None:
+    script = tmp_path / "ci.sh"
+    script.write_text(f"set -euo pipefail\n{_timing_block()}\nphase tests\necho started\nwhile :; do sleep 0.1; done\n")
+    run = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline() == "started\n"  # the phase is running
+    run.terminate()
+    out = run.stdout.read()
+    assert run.wait(timeout=30) == 143
+    assert list(_table(out)) == ["tests", "total"] and "failed (exit 143) in phase tests" in out
