@@ -42,8 +42,14 @@ def _run(body: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def _table(out: str) -> dict[str, int]:
-    rows = re.findall(r"^(\S+)\s+(\d+)s\s+\d+m\d\ds$", out.split("== .ci/run phases (wall time)\n", 1)[1], re.M)
-    return {name: int(secs) for name, secs in rows}
+    rows = re.findall(r"^(\S+)\s+(\d+)s\s+\d+m\d\ds  cpu\s+(\d+)s$", out.split("== .ci/run phases (wall time)\n", 1)[1],
+                      re.M)
+    return {name: int(secs) for name, secs, _cpu in rows}
+
+
+def _cpu(out: str) -> dict[str, int]:
+    rows = re.findall(r"^(\S+)\s+\d+s\s+\d+m\d\ds  cpu\s+(\d+)s$", out, re.M)
+    return {name: int(cpu) for name, cpu in rows}
 
 
 def test_a_failing_phase_still_prints_every_phase_and_names_the_one_that_failed(tmp_path: Path) -> None:
@@ -71,3 +77,13 @@ def test_a_killed_run_prints_its_phases_and_the_signal_status(tmp_path: Path) ->
     out = run.stdout.read()
     assert run.wait(timeout=30) == 143
     assert list(_table(out)) == ["tests", "total"] and "failed (exit 143) in phase tests" in out
+
+
+def test_the_cpu_column_counts_the_childrens_cpu_not_the_wall_time(tmp_path: Path) -> None:
+    spin = "python3 -c 'import time\nwhile time.process_time() < 2.2: pass'"
+    done = _run(f"phase spin\n{spin}\nphase idle\nsleep 2.5", tmp_path)
+    assert done.returncode == 0, done.stderr
+    wall, cpu = _table(done.stdout), _cpu(done.stdout)
+    assert cpu["spin"] >= 2 and wall["spin"] >= 2  # a busy child: its CPU shows
+    assert wall["idle"] >= 2 and cpu["idle"] <= 1  # a sleeping one: wall time, next to no CPU
+    assert cpu["total"] >= cpu["spin"]
