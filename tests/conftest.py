@@ -160,3 +160,24 @@ def tiny_frognano_registered(tiny_qwen35_gguf: Path) -> Iterator[Path]:
     record_download("frognano-4b", tiny_qwen35_gguf, sha256_file(tiny_qwen35_gguf), "converted",
                     repo="microsoft/FrogNano-4B-2609", quant="q4_k_m", architecture="qwen35", hybrid=True)
     yield tiny_qwen35_gguf
+
+
+LONGEST_FIRST = (
+    "tests/training/rl/test_learning_run.py::test_policy_learns_the_call_it_is_not_shown_against_an_lr0_control",
+    "tests/training/test_iteration_smoke.py::test_cpu_smoke_iteration_then_leaf_fix_runs_the_export",
+    "tests/training/test_iteration_smoke.py::test_cpu_smoke_iteration_on_qwen35_then_leaf_fix_runs_the_export",
+)
+"""The longest runs, longest first (measured: training/README.md). The README's test command runs the suite on
+two xdist workers (`-n 2 --dist loadgroup`), which hand out tests in collection order: with these first, each
+worker starts on a long run and the rest fills in around them, instead of the long runs ending the suite one
+after another on one worker."""
+
+
+def _run_order(item: pytest.Item) -> int:
+    if item.nodeid in LONGEST_FIRST:
+        return LONGEST_FIRST.index(item.nodeid)
+    return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_run_order)  # stable: the order within each rank is pytest's own

@@ -38,8 +38,16 @@ def cache_dir() -> Path:
 
 
 def site(name: str) -> Path:
-    """The folder `name`'s packages were installed into; skips the test when pip cannot get them."""
+    """The folder `name`'s packages were installed into; skips the test when pip cannot get them. One
+    installer at a time per folder: the suite's xdist workers (and other sessions) share the cache."""
+    from leaf_cli.tasks.cache import locked
+
     target = cache_dir() / name
+    with locked(target.with_name(name + ".lock")):
+        return _install(name, target)
+
+
+def _install(name: str, target: Path) -> Path:
     if (target / ".complete").is_file():
         return target
     target.mkdir(parents=True, exist_ok=True)

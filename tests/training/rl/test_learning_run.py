@@ -43,7 +43,7 @@ def _config(tmp_path: Path, cache: Path, **overrides: object) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(5400)
+@pytest.mark.timeout(2700)  # 15-25 min measured under load; within CI's 50 minutes
 def test_policy_learns_the_call_it_is_not_shown_against_an_lr0_control(tmp_path: Path, model_cache: Path) -> None:
     """rl-learning.yaml (the task's Write call is never shown) over 3 seeds, DPPO against the same run at lr 0
     with the same seeds. Passes when training is ahead in every seed over the last 2 steps and Fisher's
@@ -68,7 +68,7 @@ def test_policy_learns_the_call_it_is_not_shown_against_an_lr0_control(tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)
+@pytest.mark.timeout(1800)
 def test_run_resumes_from_its_checkpoint(tmp_path: Path, model_cache: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     _need_smollm2()
