@@ -1,0 +1,68 @@
+"""`leaf fix` on a real terminal (pexpect) with the real llama.cpp engine on SmolLM2-135M: the model load and
+the prompt's evaluation (tokens done / total) show before the first token, the status line gives prompt and
+generation rates apart, AGENTS.md is named once; with --quiet or --json none of the live lines appear."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+pytestmark = [pytest.mark.llama, pytest.mark.slow]  # three SmolLM2 runs on the CPU
+
+TASK = "Say hello in one short sentence."
+READING = r"reading the prompt · ([\d,]+)/([\d,]+) tokens"
+STATUS = r"turn 1 · [\d,]+ in \(\d+ cached\) · [\d,]+ out · prompt [\d.,]+ tok/s · gen [\d.,]+ tok/s"
+
+
+def _spawn(repo: Path, home: Path, *args: str) -> pexpect.spawn:
+    env = {**os.environ, "HOME": str(home), "COLUMNS": "120", "TERM": "xterm"}
+    return pexpect.spawn(sys.executable, ["-m", "leaf_cli", "fix", "--model", "smollm2-135m", "--temperature", "0",
+                                          "--max-tokens", "24", "--max-turns", "1", *args, TASK],
+                         cwd=str(repo), env=env, encoding="utf-8", timeout=240, dimensions=(40, 120))
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return home
+
+
+def test_fix_shows_the_load_then_prompt_progress_then_separate_rates(git_repo: Path, smollm2_path: Path,
+                                                                      tmp_path: Path) -> None:
+    (git_repo / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    child = _spawn(git_repo, _home(tmp_path))
+    child.expect("loading the model smollm2-135m")
+    child.expect("using AGENTS.md")
+    child.expect("waiting for the model")
+    child.expect(READING)
+    done, total = (int(g.replace(",", "")) for g in child.match.groups())
+    assert 0 <= done < total and total > 100  # the first prompt: system prompt, tools, task, AGENTS.md
+    before_first_token = child.before
+    child.expect(STATUS)
+    streamed = child.before
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "turn 1" not in before_first_token and "generating" not in before_first_token
+    assert "generating · " in streamed or "read the prompt" in streamed
+    assert child.before.count("using AGENTS.md") == 0  # said once
+
+
+@pytest.mark.parametrize("flag", ["--quiet", "--json"])
+def test_quiet_and_json_show_no_live_lines(git_repo: Path, smollm2_path: Path, tmp_path: Path, flag: str) -> None:
+    child = _spawn(git_repo, _home(tmp_path), flag)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = child.before
+    for line in ("loading the model", "waiting for the model", "reading the prompt", "generating · "):
+        assert line not in shown, shown[-2000:]
+    if flag == "--json":
+        start = shown.index('{"exit_reason"')
+        assert json.loads(shown[start:].splitlines()[0])["exit_reason"]
+    else:
+        assert re.search(STATUS, shown), shown[-2000:]  # the turn's status line still closes each turn
