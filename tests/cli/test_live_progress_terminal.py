@@ -66,3 +66,23 @@ def test_quiet_and_json_show_no_live_lines(git_repo: Path, smollm2_path: Path, t
         assert json.loads(shown[start:].splitlines()[0])["exit_reason"]
     else:
         assert re.search(STATUS, shown), shown[-2000:]  # the turn's status line still closes each turn
+
+
+def test_chat_shows_prompt_progress_for_every_message(git_repo: Path, smollm2_path: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(_home(tmp_path)), "COLUMNS": "120", "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "leaf_cli", "chat", "--yes", "--model", "smollm2-135m", "--temperature",
+                                           "0", "--max-tokens", "16", "--max-turns", "1"],
+                          cwd=str(git_repo), env=env, encoding="utf-8", timeout=240, dimensions=(40, 120))
+    child.expect("loading the model smollm2-135m")
+    child.expect("›")
+    totals = []
+    for message in ("Say hello.", "Now say goodbye."):
+        child.send(message + "\r")
+        child.expect(READING)
+        totals.append(int(child.match.group(2).replace(",", "")))
+        child.expect(STATUS)
+        child.expect("›")
+    # The second message evaluates only its new tail: the first reply and the conversation are in the cache.
+    assert totals[0] > 100 and 0 < totals[1] < totals[0]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
