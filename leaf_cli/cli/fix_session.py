@@ -209,9 +209,9 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                            run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run), redact=redact)
     finally:
+        view.pause()  # an exception must not leave the live line running and the cursor hidden
         reaper.stop()  # the agent's commands and everything they started, whatever session they moved to
         sandbox.close()
-    view.pause()
     exit_reason = traj.exit_reason or "interrupted"
     patch = lifecycle.end_run_anyhow(run, exit_reason)
     summary(console, turns=traj.assistant_turns(), usage=traj.usage(), seconds=traj.wall_seconds,
