@@ -86,3 +86,37 @@ def test_chat_shows_prompt_progress_for_every_message(git_repo: Path, smollm2_pa
     assert totals[0] > 100 and 0 < totals[1] < totals[0]
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
+
+
+def test_the_live_line_leaves_nothing_on_the_screen(git_repo: Path, smollm2_path: Path, tmp_path: Path) -> None:
+    """What the user sees after the run (tmux capture-pane: the rendered screen, not the byte stream): the
+    reply, the status line and the summary; the transient live line is gone."""
+    import shlex
+    import shutil
+    import subprocess
+    import time
+
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (apt-get install tmux)")
+    session = f"leaf-live-{os.getpid()}"
+    argv = [sys.executable, "-m", "leaf_cli", "fix", "--model", "smollm2-135m", "--temperature", "0",
+            "--max-tokens", "24", "--max-turns", "1", TASK]
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (("HOME", str(_home(tmp_path))), ("TERM", "xterm"),
+                                                         ("PYTHONPATH", os.environ.get("PYTHONPATH", "")),
+                                                         ("PATH", os.environ["PATH"])))
+    command = f"cd {shlex.quote(str(git_repo))} && env {env} {shlex.join(argv)}; echo LEAF-EXITED; sleep 600"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "140", "-y", "40", command], check=True)
+    try:
+        screen, seen = "", set()
+        deadline = time.monotonic() + 240
+        while "LEAF-EXITED" not in screen and time.monotonic() < deadline:
+            time.sleep(0.5)
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+            seen.update(p for p in ("reading the prompt", "generating · ") if p in screen)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    assert "LEAF-EXITED" in screen, screen
+    assert "reading the prompt" in seen  # it was on the screen while the prompt was evaluated
+    assert re.search(STATUS, screen) and "● " in screen
+    for gone in ("reading the prompt", "waiting for the model", "generating · ", "loading the model"):
+        assert gone not in screen, screen
