@@ -24,6 +24,7 @@ from leaf_cli.agent.secrets import Redactor
 from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord
 from leaf_cli.llm.engine import ContextOverflow, Engine, EngineError, ReplayExhausted, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, ToolCall
+from leaf_cli.llm.progress import reporting_prefill
 from leaf_cli.tools import TOOLS, Tool, ToolResult, Workspace, run_tool_call, tool_schemas
 
 Gate = Callable[[ToolCall], "str | None"]
@@ -135,7 +136,8 @@ class _Loop:
             self._check_limits(traj, start)
             index = len(traj.turns)
             self.emit(ev.TurnStarted(index))
-            turn = self.engine.complete(conv, self.schemas, self.sampling, lambda k, t: self.emit(ev.TextDelta(k, t)))
+            with reporting_prefill(lambda done, total: self.emit(ev.PrefillProgress(done, total))):
+                turn = self.engine.complete(conv, self.schemas, self.sampling, lambda k, t: self.emit(ev.TextDelta(k, t)))
             conv.append(turn.to_message())
             traj.turns.append(TurnRecord(index=index, finish_reason=turn.finish_reason, usage=turn.usage,
                                          seconds=round(turn.seconds, 3), parse_error=turn.parse_error))

@@ -16,6 +16,14 @@ class TurnStarted:
 
 
 @dataclass(frozen=True)
+class PrefillProgress:
+    """The engine evaluated `done` of the `total` prompt tokens this turn needs (in-process engines only)."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class TextDelta:
     kind: DeltaKind
     text: str
@@ -44,5 +52,5 @@ class FormatErrorNotice:
     detail: str
 
 
-Event = Union[TurnStarted, TextDelta, TurnFinished, ToolStarted, ToolFinished, FormatErrorNotice]
+Event = Union[TurnStarted, PrefillProgress, TextDelta, TurnFinished, ToolStarted, ToolFinished, FormatErrorNotice]
 OnEvent = Callable[[Event], None]

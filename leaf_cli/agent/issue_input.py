@@ -125,11 +125,20 @@ def with_repo_memory(task: str, top: Path) -> str:
 
     It goes into the task, never the system prompt, which stays byte-stable for the KV cache.
     """
+    found = repo_memory(top)
+    if found is None:
+        return task
+    name, text = found
+    if len(text) > MAX_MEMORY_CHARS:
+        text = text[:MAX_MEMORY_CHARS] + f"\n[{name} truncated at {MAX_MEMORY_CHARS} characters]"
+    return f"{task}\n\n---\nRepository instructions from {name}:\n\n{text}"
+
+
+def repo_memory(top: Path) -> tuple[str, str] | None:
+    """(the file's name, its stripped text) for the first non-empty instructions file, else None."""
     for name in MEMORY_FILES:
         path = top / name
         if path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace").strip()
-            if len(text) > MAX_MEMORY_CHARS:
-                text = text[:MAX_MEMORY_CHARS] + f"\n[{name} truncated at {MAX_MEMORY_CHARS} characters]"
-            return f"{task}\n\n---\nRepository instructions from {name}:\n\n{text}" if text else task
-    return task
+            return (name, text) if text else None
+    return None

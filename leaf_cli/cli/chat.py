@@ -7,12 +7,11 @@ message and the whole chat is one run for `leaf undo`; leaving offers the same r
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -75,7 +74,12 @@ def chat(
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust)
-    with _spinner("loading the model"):  # a 4B GGUF takes seconds to map and set up
+    from rich.console import Console
+
+    from leaf_cli.ui.live import phase, shorten
+
+    loading = f"loading the model {shorten(settings.model, 60, path=True)}"
+    with phase(Console(stderr=True), loading, show=not settings.quiet):  # a 4B GGUF takes seconds to map
         engine = make_engine_for(settings, yes=yes)
     _sigterm_as_exit()
     session = ChatSession(root, top, settings, engine, yes=yes)
@@ -197,10 +201,10 @@ class ChatSession:
     def send(self, text: str) -> None:
         """Run the agent on one message, continuing the conversation."""
         from leaf_cli.agent import Limits, run_episode
-        from leaf_cli.agent.issue_input import with_repo_memory
+        from leaf_cli.agent.issue_input import repo_memory, with_repo_memory
         from leaf_cli.cli.fix_session import sampling_for_model
         from leaf_cli.repo import lifecycle
-        from leaf_cli.ui.live import LiveView
+        from leaf_cli.ui.live import LiveView, memory_note
 
         if self.run is None:
             with _sigint_held():  # a half-written checkpoint would be worse than a late Ctrl-C
@@ -208,6 +212,9 @@ class ChatSession:
                 self.run = lifecycle.begin_run(self.root, title=title, model=self.engine.name)
             self.first_task = text
             text = with_repo_memory(text, self.top)
+            if not self.settings.quiet:
+                found = repo_memory(self.top)
+                memory_note(self.console, found[0] if found else None)
         if self.undone:
             text = f"{UNDONE_NOTE}\n\n{text}"
             self.undone = False
@@ -216,9 +223,7 @@ class ChatSession:
         self.run.trajectory = str(path)
         self.run.save()
         context = getattr(self.engine, "context_limit", 0) or 0
-        view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)
-        if self.episodes == 1:  # the first prompt (system prompt, tools, message) is seconds of prefill on a CPU
-            view = _SpinUntilFirstEvent(view, self.console, "evaluating the prompt")
+        view = LiveView(self.console, quiet=self.settings.quiet, context_limit=context)  # its live line shows each phase
         self.current.view = view
         limits = Limits.with_safeguards(max_turns=self.settings.max_turns, max_seconds=self.settings.max_time)
         sampling = sampling_for_model(self.settings)
@@ -289,49 +294,6 @@ class ChatSession:
             review(self.console, run, run_patch(run), self.last_answer, self.first_task)
         except (KeyboardInterrupt, EOFError):
             self.console.print(f"\nKept. [dim]`leaf undo {run.run_id}` takes it back.[/dim]")
-
-
-@contextlib.contextmanager
-def _spinner(text: str) -> Iterator[None]:
-    from rich.console import Console
-
-    live = _spin(Console(stderr=True), text)
-    try:
-        yield
-    finally:
-        live.stop()
-
-
-def _spin(console: Any, text: str) -> Any:
-    """A transient spinner, drawn at once (rich's status waits for its first tick, after a fast step ends)."""
-    from rich.live import Live
-    from rich.spinner import Spinner
-    from rich.text import Text
-
-    live = Live(Spinner("dots", Text(f"{text}…", style="dim")), console=console, transient=True,
-                refresh_per_second=10)
-    live.start(refresh=True)
-    return live
-
-
-class _SpinUntilFirstEvent:
-    """A live view that shows a spinner until the engine's first event (the first token, usually)."""
-
-    def __init__(self, view: Any, console: Any, text: str) -> None:
-        self.view, self.status = view, _spin(console, text)
-
-    def __call__(self, event: Any) -> None:
-        self._stop()
-        self.view(event)
-
-    def pause(self) -> None:
-        self._stop()
-        self.view.pause()
-
-    def _stop(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
 
 
 def settle(conversation: Any) -> None:

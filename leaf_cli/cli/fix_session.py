@@ -28,6 +28,7 @@ class Plan:
     trajectory: Path | None
     conversation: Any = None
     continued_from: str | None = None
+    memory: str | None = None  # the repository instructions file read into the task (AGENTS.md, CLAUDE.md)
 
 
 @dataclass
@@ -61,16 +62,28 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     _check_sandbox(settings.sandbox)  # a missing bubblewrap is said before any checkpoint is made
     task = _read_task(text, issue_file, gh, top)
     conversation, continued_from = _continuation(top) if continue_ else (None, None)
+    memory = None
     if not continue_:
-        from leaf_cli.agent.issue_input import with_repo_memory
+        from leaf_cli.agent.issue_input import repo_memory, with_repo_memory
 
         task = with_repo_memory(task, top)
-    engine = make_engine_for(settings, yes=yes)
+        memory = found[0] if (found := repo_memory(top)) else None
+    engine = _load_engine(settings, yes=yes, show=not (json_out or settings.quiet))
     interactive = _on_terminal(json_out, yes)
     title = task.strip().splitlines()[0][:100]
     return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
                 interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
-                conversation=conversation, continued_from=continued_from)
+                conversation=conversation, continued_from=continued_from, memory=memory)
+
+
+def _load_engine(settings: Any, *, yes: bool, show: bool) -> Any:
+    """The engine, under a "loading the model" spinner on a terminal (a 4B GGUF takes seconds to map)."""
+    from rich.console import Console
+
+    from leaf_cli.ui.live import phase, shorten
+
+    with phase(Console(stderr=True), f"loading the model {shorten(settings.model, 60, path=True)}", show=show):
+        return make_engine_for(settings, yes=yes)
 
 
 def _check_sandbox(kind: str) -> None:
@@ -163,7 +176,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     from leaf_cli.agent.reaper import Reaper
     from leaf_cli.agent.secrets import Redactor
     from leaf_cli.repo import lifecycle
-    from leaf_cli.ui.live import LiveView, summary
+    from leaf_cli.ui.live import LiveView, memory_note, summary
 
     settings = plan.settings
     if plan.branch:
@@ -171,7 +184,10 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     trajectory_path = plan.trajectory.expanduser().resolve() if plan.trajectory else run.folder / "trajectory.jsonl"
     run.trajectory = str(trajectory_path)
     run.save()
-    view = LiveView(console, quiet=settings.quiet, context_limit=getattr(plan.engine, "context_limit", 0) or 0)
+    view = LiveView(console, quiet=settings.quiet, context_limit=getattr(plan.engine, "context_limit", 0) or 0,
+                    progress=console.is_terminal and not (settings.quiet or plan.json_out))
+    if not (settings.quiet or plan.json_out):
+        memory_note(console, plan.memory)
     mode = "yolo" if plan.yes else (settings.mode or ("ask" if plan.interactive else "yolo"))
     confirm = confirm_prompt(console, view, plan.root) if plan.interactive else None
     sandbox = open_agent_sandbox(settings, plan.top, plan.root)
@@ -186,9 +202,9 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                            gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
                            run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run), redact=redact)
     finally:
+        view.pause()  # an exception must not leave the live line running and the cursor hidden
         reaper.stop()  # the agent's commands and everything they started, whatever session they moved to
         sandbox.close()
-    view.pause()
     exit_reason = traj.exit_reason or "interrupted"
     patch = lifecycle.end_run_anyhow(run, exit_reason)
     summary(console, turns=traj.assistant_turns(), usage=traj.usage(), seconds=traj.wall_seconds,

