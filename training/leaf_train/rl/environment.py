@@ -71,17 +71,14 @@ class TaskFileEnvironment(SeededTasks):
         self.tools: tuple[Tool, ...] = TOOLS
 
     def start(self, task: Task, scratch: Path) -> EpisodeStart:
-        from leaf_cli.tasks import get_env, make_attempt_workspace
-        from leaf_cli.tasks.attempt import agent_workspace, workspace_diff
+        from leaf_cli.tasks import agent_workspace, get_env, make_attempt_workspace, workspace_diff
 
         ws = make_attempt_workspace(task, scratch, self.base_dir)
         tools_ws = agent_workspace(ws, get_env(task, self.base_dir), self.sandbox.for_task(task))
         return EpisodeStart(workspace=tools_ws, patch=lambda: workspace_diff(ws))
 
     def grade(self, task: Task, patch: str) -> GradeResult:
-        from leaf_cli.tasks import get_env, grade
-        from leaf_cli.tasks.globs import matcher
-        from leaf_cli.tasks.patches import without_paths
+        from leaf_cli.tasks import get_env, grade, matcher, without_paths
 
         graded, _ = without_paths(patch, matcher(task.protected + task.hidden_paths))
         return grade(task, graded, self.sandbox, base_dir=self.base_dir, env=get_env(task, self.base_dir))
