@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, Field
 
 from leaf_cli.agent import events as ev
-from leaf_cli.agent.exits import EpisodeEnd, ExitReason, FinalAnswer, LimitExceeded, Looping, RepeatedFormatError
+from leaf_cli.agent.exits import (EpisodeEnd, ExitReason, FinalAnswer, LimitExceeded, Looping, RepeatedFormatError,
+                                  engine_ending)
 from leaf_cli.agent.prompt import FORMAT_ERROR_MESSAGE, SYSTEM_PROMPT
 from leaf_cli.agent.context import TokenCounter
 from leaf_cli.agent.secrets import Redactor
 from leaf_cli.agent.trajectory import Trajectory, TrajectoryWriter, TurnRecord
-from leaf_cli.llm.engine import ContextOverflow, Engine, EngineError, ReplayExhausted, Sampling
+from leaf_cli.llm.engine import Engine, EngineError, ReplayExhausted, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation, Message, ToolCall
 from leaf_cli.llm.progress import reporting_prefill
 from leaf_cli.tools import TOOLS, Tool, ToolResult, Workspace, run_tool_call, tool_schemas
@@ -58,6 +60,23 @@ class Limits(BaseModel):
         return cls(**{"max_format_errors": 3, "format_error_message": True, "max_repeats": 5, **overrides})
 
 
+@dataclass(frozen=True)
+class EpisodeHooks:
+    """What a caller plugs into an episode; each is optional, and name only the ones you use.
+
+    `on_event` sees every event (the front ends render them); `gate` is asked before each tool call;
+    `trajectory_path` receives the trajectory as it goes, with `redact`'s secrets masked (default: every
+    secret of leaf's environment; pass one built with `--pass-env`); `patch_fn` takes the patch once the
+    episode's Bash jobs have ended, whatever ended it.
+    """
+
+    on_event: ev.OnEvent | None = None
+    gate: Gate | None = None
+    trajectory_path: Path | None = None
+    redact: Redactor | None = None
+    patch_fn: Callable[[], str] | None = None
+
+
 def run_episode(
     task: str,
     engine: Engine,
@@ -68,24 +87,16 @@ def run_episode(
     tools: tuple[Tool, ...] = TOOLS,
     system_prompt: str = SYSTEM_PROMPT,
     conversation: Conversation | None = None,
-    on_event: ev.OnEvent | None = None,
-    gate: Gate | None = None,
-    patch_fn: Callable[[], str] | None = None,
-    trajectory_path: Path | None = None,
-    run_id: str | None = None,
     final_tool: str | None = None,
-    redact: Redactor | None = None,
+    run_id: str | None = None,
+    hooks: EpisodeHooks = EpisodeHooks(),
 ) -> Trajectory:
-    """Run one episode and return its trajectory (also written to `trajectory_path` as it goes).
+    """Run one episode and return its trajectory (also written to `hooks.trajectory_path` as it goes).
 
     Pass `conversation` to continue an earlier one: `task` is then appended as the next user message.
     `final_tool` names a tool whose call ends the episode (the R2E-style `finish`); by default a reply
-    without tool calls ends it. `redact` is the secrets' redactor of the trajectory file (default: every
-    secret of leaf's environment; pass one built with `--pass-env`).
+    without tool calls ends it.
     """
-    sampling = sampling or Sampling()
-    limits = limits or Limits()
-    emit = on_event or (lambda _e: None)
     conv = conversation or Conversation(messages=[Message(role="system", content=system_prompt)])
     conv.append(Message(role="user", content=task))
     traj = Trajectory(
@@ -93,51 +104,46 @@ def run_episode(
         workdir=str(workspace.root), tools=[t.name for t in tools], messages=conv.messages,
     )
     traj.messages = conv.messages  # share the list: pydantic copied it on validation, and the loop appends to conv
-    writer = TrajectoryWriter(trajectory_path, traj, redact)
-    loop = _Loop(engine, workspace, tools, sampling, limits, emit, gate, final_tool)
-    start = time.monotonic()
+    writer = TrajectoryWriter(hooks.trajectory_path, traj, hooks.redact)
+    loop = _Loop(engine, workspace, tools, sampling or Sampling(), limits or Limits(), hooks, final_tool)
     try:
-        loop.run(conv, traj, writer, start)
+        loop.run(conv, traj, writer)
     except EpisodeEnd as end:
         traj.exit_reason, traj.exit_message = end.reason.value, str(end)
-    except ReplayExhausted as exc:
-        traj.exit_reason, traj.exit_message = ExitReason.REPLAY_EXHAUSTED.value, str(exc)
-    except ContextOverflow as exc:
-        traj.exit_reason, traj.exit_message = ExitReason.MAX_CONTEXT.value, str(exc)
-    except EngineError as exc:
-        traj.exit_reason, traj.exit_message = ExitReason.ENGINE_ERROR.value, str(exc)
     except KeyboardInterrupt:
         traj.exit_reason, traj.exit_message = ExitReason.INTERRUPTED.value, "interrupted by the user"
     finally:
-        traj.wall_seconds = round(time.monotonic() - start, 3)
+        traj.wall_seconds = round(loop.elapsed(), 3)
         traj.token_log = conv.token_log
         workspace.end_episode()  # Bash jobs live across calls, not past the episode (before the patch is taken)
-        if patch_fn is not None:
-            traj.patch = patch_fn()
+        if hooks.patch_fn is not None:
+            traj.patch = hooks.patch_fn()
         writer.close(traj)
     return traj
 
 
 class _Loop:
     def __init__(self, engine: Engine, workspace: Workspace, tools: tuple[Tool, ...], sampling: Sampling,
-                 limits: Limits, emit: ev.OnEvent, gate: Gate | None, final_tool: str | None) -> None:
+                 limits: Limits, hooks: EpisodeHooks, final_tool: str | None) -> None:
         self.engine, self.workspace, self.tools = engine, workspace, tools
-        self.sampling, self.limits, self.emit, self.gate = sampling, limits, emit, gate
+        self.sampling, self.limits, self.gate = sampling, limits, hooks.gate
+        self.emit: ev.OnEvent = hooks.on_event or (lambda _e: None)
         self.final_tool = final_tool.lower() if final_tool else None
         self.schemas = tool_schemas(tools)
         self.counter = TokenCounter(engine)
         self.format_errors = 0
         self.repeats: tuple[str, int] = ("", 0)
-        self.start = time.monotonic()
+        self.started = time.monotonic()  # the episode's one clock: the time limits and `wall_seconds` read it
 
-    def run(self, conv: Conversation, traj: Trajectory, writer: TrajectoryWriter, start: float) -> None:
-        self.start = start
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def run(self, conv: Conversation, traj: Trajectory, writer: TrajectoryWriter) -> None:
         while True:
-            self._check_limits(traj, start)
+            self._check_limits(traj)
             index = len(traj.turns)
             self.emit(ev.TurnStarted(index))
-            with reporting_prefill(lambda done, total: self.emit(ev.PrefillProgress(done, total))):
-                turn = self.engine.complete(conv, self.schemas, self.sampling, lambda k, t: self.emit(ev.TextDelta(k, t)))
+            turn = self._ask(conv)
             conv.append(turn.to_message())
             traj.turns.append(TurnRecord(index=index, finish_reason=turn.finish_reason, usage=turn.usage,
                                          seconds=round(turn.seconds, 3), parse_error=turn.parse_error))
@@ -145,6 +151,15 @@ class _Loop:
             writer.sync(traj)
             self._after_turn(turn, conv)
             writer.sync(traj)
+
+    def _ask(self, conv: Conversation) -> AssistantTurn:
+        """The engine boundary: an engine's failure leaves it as the episode's ending."""
+        try:
+            with reporting_prefill(lambda done, total: self.emit(ev.PrefillProgress(done, total))):
+                return self.engine.complete(conv, self.schemas, self.sampling,
+                                            lambda k, t: self.emit(ev.TextDelta(k, t)))
+        except (EngineError, ReplayExhausted) as exc:
+            raise engine_ending(exc) from exc
 
     def _after_turn(self, turn: AssistantTurn, conv: Conversation) -> None:
         if turn.finish_reason == "length":
@@ -158,7 +173,7 @@ class _Loop:
         context = turn.usage.total or self.counter.messages(conv.messages)
         results = []
         for number, call in enumerate(turn.tool_calls):
-            if number and time.monotonic() - self.start > self.limits.max_seconds:  # --max-time inside a turn too
+            if number and self.elapsed() > self.limits.max_seconds:  # --max-time inside a turn too
                 raise LimitExceeded(f"{self.limits.max_seconds:.0f} s", ExitReason.MAX_TIME)
             self._count_repeat(call)
             result = self._run_tool(call)
@@ -212,8 +227,8 @@ class _Loop:
         if count >= self.limits.max_repeats:
             raise Looping(f"{call.name} called {count} times in a row with the same arguments")
 
-    def _check_limits(self, traj: Trajectory, start: float) -> None:
+    def _check_limits(self, traj: Trajectory) -> None:
         if len(traj.turns) >= self.limits.max_turns:
             raise LimitExceeded(f"{self.limits.max_turns} turns", ExitReason.MAX_TURNS)
-        if time.monotonic() - start > self.limits.max_seconds:
+        if self.elapsed() > self.limits.max_seconds:
             raise LimitExceeded(f"{self.limits.max_seconds:.0f} s", ExitReason.MAX_TIME)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from leaf_cli.llm.engine import ContextOverflow, EngineError, ReplayExhausted
+
 
 class ExitReason(str, Enum):
     FINAL_ANSWER = "final_answer"
@@ -43,3 +45,19 @@ class RepeatedFormatError(EpisodeEnd):
 
 class Looping(EpisodeEnd):
     reason = ExitReason.LOOP
+
+
+class EngineFailed(EpisodeEnd):
+    """The engine failed (`engine_error`), or a replay script ran out (`replay_exhausted`)."""
+
+    reason = ExitReason.ENGINE_ERROR
+
+
+def engine_ending(exc: EngineError | ReplayExhausted) -> EpisodeEnd:
+    """The ending an engine's failure gives the episode, with the engine's message: a context overflow is
+    `max_context`, an exhausted replay script `replay_exhausted`, any other engine error `engine_error`."""
+    if isinstance(exc, ContextOverflow):
+        return LimitExceeded(str(exc), ExitReason.MAX_CONTEXT)
+    if isinstance(exc, ReplayExhausted):
+        return EngineFailed(str(exc), ExitReason.REPLAY_EXHAUSTED)
+    return EngineFailed(str(exc))

@@ -1,8 +1,8 @@
 """Permission modes and the safety gate: a courtesy on top of the sandbox (leaf_cli/agent/sandbox.py).
 
-The gate is what `run_episode(gate=...)` calls before each tool call: None allows the call, a string refuses
-it and goes back to the model as `PermissionError: <reason>`. The safety checks apply in every mode; the
-mode only decides whether the user is asked (through a `confirm` callback the CLI supplies).
+The gate is what `run_episode(hooks=EpisodeHooks(gate=...))` calls before each tool call: None allows the
+call, a string refuses it and goes back to the model as `PermissionError: <reason>`. The safety checks apply
+in every mode; the mode only decides whether the user is asked (through a `confirm` callback the CLI supplies).
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ class ChatSession:
 
     def send(self, text: str) -> None:
         """Run the agent on one message, continuing the conversation."""
-        from leaf_cli.agent import Limits, run_episode
+        from leaf_cli.agent import EpisodeHooks, Limits, run_episode
         from leaf_cli.agent.issue_input import repo_memory, with_repo_memory
         from leaf_cli.cli.fix_session import sampling_for_model
         from leaf_cli.repo import lifecycle
@@ -238,10 +238,10 @@ class ChatSession:
         try:
             with _sigint_live():  # Ctrl-C stops the turn: the tool's group is killed, the episode ends `interrupted`
                 traj = run_episode(text, self.engine, self.workspace, limits=limits, sampling=sampling,
-                                   conversation=self.conversation, on_event=view, gate=self.gate,
-                                   trajectory_path=path, run_id=self.run.run_id,
-                                   patch_fn=lambda: lifecycle.run_patch(self.run),
-                                   redact=Redactor(os.environ, self.settings.pass_env))
+                                   conversation=self.conversation, run_id=self.run.run_id,
+                                   hooks=EpisodeHooks(on_event=view, gate=self.gate, trajectory_path=path,
+                                                      redact=Redactor(os.environ, self.settings.pass_env),
+                                                      patch_fn=lambda: lifecycle.run_patch(self.run)))
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:

@@ -25,7 +25,7 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
 
     The recorded calls are the agent's: they run under the same gate, sandbox and reaper as `leaf fix`.
     """
-    from leaf_cli.agent import Limits, run_episode
+    from leaf_cli.agent import EpisodeHooks, Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
     from leaf_cli.agent.secrets import Redactor
@@ -56,7 +56,8 @@ def replay_trajectory(path: Path, workdir: Path | None, console: Console | None 
         try:
             workspace = agent_workspace(settings, box, copy)
             again = run_episode(recorded.messages[first_user].content, engine, workspace,
-                                limits=Limits.with_safeguards(max_turns=len(script) + 1), gate=make_gate("yolo", copy), **kwargs)
+                                limits=Limits.with_safeguards(max_turns=len(script) + 1),
+                                hooks=EpisodeHooks(gate=make_gate("yolo", copy)), **kwargs)
         finally:
             reaper.stop()
             box.close()

@@ -171,7 +171,7 @@ def execute(plan: Plan) -> Result:
 
 
 def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
-    from leaf_cli.agent import Limits, run_episode
+    from leaf_cli.agent import EpisodeHooks, Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
     from leaf_cli.agent.secrets import Redactor
@@ -198,9 +198,10 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
         hook_episode_end(workspace, reaper, sandbox)
         traj = run_episode(plan.task, plan.engine, workspace,
                            limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
-                           sampling=sampling_for_model(settings), conversation=plan.conversation, on_event=view,
-                           gate=make_gate(mode, plan.root, confirm), trajectory_path=trajectory_path,
-                           run_id=run.run_id, patch_fn=lambda: lifecycle.run_patch(run), redact=redact)
+                           sampling=sampling_for_model(settings), conversation=plan.conversation, run_id=run.run_id,
+                           hooks=EpisodeHooks(on_event=view, gate=make_gate(mode, plan.root, confirm),
+                                              trajectory_path=trajectory_path, redact=redact,
+                                              patch_fn=lambda: lifecycle.run_patch(run)))
     finally:
         view.pause()  # an exception must not leave the live line running and the cursor hidden
         reaper.stop()  # the agent's commands and everything they started, whatever session they moved to

@@ -10,6 +10,9 @@ Public API (TaskPilot and RL build on it):
 - `make_sandbox(name) -> Sandbox`: "subprocess", "bwrap" (default where installed) or "docker".
 - `run_eval(tasks, engine_factory, EvalConfig) / run_grading(tasks, patches, EvalConfig) -> summary`.
 - `stats`: pass_at_k, pass_pow_k, clustered_standard_error, summarize, paired_difference.
+- Building blocks TaskPilot and RL share: `agent_workspace`, `workspace_diff`, `matcher` (gitwildmatch),
+  `split_files` / `without_paths` (diffs), `run_process`, `git` / `GIT_IDENTITY` / `single_commit_repo`,
+  `PASSING_OUTCOMES` (pytest outcomes that count as passing), `read_rows` (JSONL / JSON / parquet rows).
 Modules are imported on first use, so `import leaf_cli.tasks` stays cheap.
 """
 
@@ -29,13 +32,19 @@ _EXPORTS = {
     "EvalConfig": "runner", "run_eval": "runner", "run_grading": "runner",
     "AttemptResult": "results", "Prediction": "results", "RunDir": "results",
     "export_harbor": "harbor",
+    # the pieces TaskPilot and RL build their own steps from (training/ imports only this namespace)
+    "agent_workspace": "attempt", "workspace_diff": "attempt", "matcher": "globs",
+    "split_files": "patches", "without_paths": "patches", "run_process": "proc",
+    "GIT_IDENTITY": "source", "git": "source", "single_commit_repo": "source",
+    "PASSING_OUTCOMES": "testrun:GOOD", "read_rows": "importers.rows",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    where = _EXPORTS.get(name)
+    if where is None:
         raise AttributeError(f"module 'leaf_cli.tasks' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"leaf_cli.tasks.{module}"), name)
+    module, _, attribute = where.partition(":")  # "module:attribute" where the public name differs
+    return getattr(importlib.import_module(f"leaf_cli.tasks.{module}"), attribute or name)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from leaf_cli.agent import Limits, Trajectory, run_episode
+from leaf_cli.agent import EpisodeHooks, Limits, Trajectory, run_episode
 from leaf_cli.agent.harness import get_harness
 from leaf_cli.agent.sandbox import with_shell
 from leaf_cli.llm.engine import Engine, Sampling
@@ -136,7 +136,8 @@ def run_attempt(task: Task, engine: Engine, ws: AttemptWorkspace, env: Environme
         tools_ws = agent_workspace(ws, env, sandbox)
     try:
         traj = run_episode(task.problem_statement, engine, tools_ws, sampling=sampling, limits=limits,
-                           trajectory_path=trajectory_path, run_id=run_id, patch_fn=lambda: workspace_diff(ws),
+                           run_id=run_id,
+                           hooks=EpisodeHooks(trajectory_path=trajectory_path, patch_fn=lambda: workspace_diff(ws)),
                            **get_harness(harness).episode_kwargs())
     finally:
         tools_ws.end_episode()  # the episode ended it already; this covers a failure before it began (twice is safe)

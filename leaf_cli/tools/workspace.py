@@ -6,15 +6,23 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from leaf_cli.tools import texts
 from leaf_cli.tools.beneath import Escape, Place, walk
 from leaf_cli.tools.jobs import Jobs
 from leaf_cli.tools.listing import Listings
 
-if TYPE_CHECKING:
-    from leaf_cli.tools.host import ToolHost
+
+class FileHost(Protocol):
+    """What runs the file tools in another process (`host.ToolHost`). Named here as a protocol, not imported,
+    because host.py imports this module: the two would form an import circle, even a type-only one."""
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:  # a ToolResult (base.py imports this module too)
+        ...
+
+    def close(self) -> None:
+        ...
 
 _O_PATH = getattr(os, "O_PATH", None)  # Linux: a handle on a path that opens nothing (no device side effects)
 _proc = {"works": _O_PATH is not None}  # set False once /proc/self/fd turns out to be missing (no /proc mounted)
@@ -67,7 +75,7 @@ class Workspace:
     """The path policy. True (`leaf fix`, `leaf chat`): a path that resolves outside the root is refused with
     `PermissionError: …` and the permission layer decides the rest. False (`leaf eval`, TaskPilot, RL, where
     the sandbox is the boundary): any path is used as FrogNano's harness used it."""
-    file_host: "ToolHost | None" = field(default=None, repr=False, compare=False)
+    file_host: FileHost | None = field(default=None, repr=False, compare=False)
     """Where Read, Write, Edit and Glob run when not in this process: a process inside the sandbox Bash runs
     in (host.py), so an unconfined workspace's paths are the sandbox's, never the host's. None: here."""
     listings: Listings = field(default_factory=Listings, init=False, repr=False, compare=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from leaf_cli.agent import Limits, run_episode
+from leaf_cli.agent import EpisodeHooks, Limits, run_episode
 from leaf_cli.agent.trajectory import load
 from leaf_cli.llm.engine import EngineError, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation
@@ -32,7 +32,7 @@ def test_final_answer_after_tool_calls(git_repo: Path, tmp_path: Path) -> None:
         {"tool_calls": [call("edit", file_path="calc.py", old_string="a - b", new_string="a + b")]},
         {"content": "Fixed: add() now adds."},
     ]
-    traj = episode(git_repo, turns, trajectory_path=tmp_path / "t.jsonl")
+    traj = episode(git_repo, turns, hooks=EpisodeHooks(trajectory_path=tmp_path / "t.jsonl"))
     assert traj.exit_reason == "final_answer"
     assert (git_repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     roles = [m.role for m in traj.messages]
@@ -45,7 +45,8 @@ def test_final_answer_after_tool_calls(git_repo: Path, tmp_path: Path) -> None:
 
 def test_unknown_tool_and_refused_call_are_observations(git_repo: Path) -> None:
     turns = [{"tool_calls": [call("Delete", path="x"), call("Bash", command="git push")]}, {"content": "done"}]
-    traj = episode(git_repo, turns, gate=lambda c: "git push is not allowed" if c.name == "Bash" else None)
+    refuse_bash = EpisodeHooks(gate=lambda c: "git push is not allowed" if c.name == "Bash" else None)
+    traj = episode(git_repo, turns, hooks=refuse_bash)
     assert [m.content for m in traj.messages if m.role == "tool"] == [
         "Unknown tool: Delete", "PermissionError: git push is not allowed"]
     assert traj.exit_reason == "final_answer"
@@ -135,7 +136,7 @@ def test_interrupt_kills_the_running_tool_and_saves_the_trajectory(git_repo: Pat
     try:
         began = time.monotonic()
         traj = run_episode("task", ReplayEngine([{"tool_calls": [call("Bash", command=script)]}]), workspace,
-                           trajectory_path=tmp_path / "t.jsonl")
+                           hooks=EpisodeHooks(trajectory_path=tmp_path / "t.jsonl"))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -155,7 +156,8 @@ def test_continuing_a_conversation_appends_the_follow_up(git_repo: Path) -> None
 
 
 def test_patch_fn_runs_even_when_the_episode_fails(git_repo: Path) -> None:
-    traj = run_episode("task", _FailingEngine(), Workspace(git_repo), patch_fn=lambda: "diff --git a b")
+    traj = run_episode("task", _FailingEngine(), Workspace(git_repo),
+                       hooks=EpisodeHooks(patch_fn=lambda: "diff --git a b"))
     assert traj.patch == "diff --git a b"
 
 

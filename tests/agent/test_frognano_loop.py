@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from leaf_cli.agent import Limits, run_episode
+from leaf_cli.agent import EpisodeHooks, Limits, run_episode
 from leaf_cli.llm.engine import EngineError, Sampling
 from leaf_cli.llm.messages import AssistantTurn, Conversation
 from leaf_cli.llm.replay import ReplayEngine
@@ -33,7 +33,7 @@ def run(repo: Path, turns: list[Any], limits: Limits | None = None, sampling: Sa
 def test_executes_tools_and_returns_patch(git_repo: Path) -> None:
     """test_leaf_executes_tools_and_returns_patch"""
     traj = run(git_repo, [{"tool_calls": [call("Read", file_path="calc.py")]}, {"content": "Done."}],
-               patch_fn=lambda: "diff --git a/calc.py b/calc.py")
+               hooks=EpisodeHooks(patch_fn=lambda: "diff --git a/calc.py b/calc.py"))
     assert traj.exit_reason == "final_answer" and traj.final_answer() == "Done."
     assert traj.patch.startswith("diff --git") and traj.messages[-1].content == "Done."
     assert len(traj.turns) == 2 and traj.messages[3].content.startswith("calc.py\n1. ")

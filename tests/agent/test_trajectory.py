@@ -54,7 +54,7 @@ def test_a_file_name_that_is_not_utf8_is_written_and_read_back(git_repo, tmp_pat
     # Glob returns such a name with a lone surrogate (os.fsdecode); the writer used to crash on it.
     import os
 
-    from leaf_cli.agent import run_episode
+    from leaf_cli.agent import EpisodeHooks, run_episode
     from leaf_cli.agent.trajectory import load
     from leaf_cli.llm.replay import ReplayEngine
     from leaf_cli.tools import Workspace
@@ -62,7 +62,7 @@ def test_a_file_name_that_is_not_utf8_is_written_and_read_back(git_repo, tmp_pat
     open(os.path.join(os.fsencode(git_repo), b"caf\xe9.txt"), "wb").close()
     turns = [{"tool_calls": [{"name": "Glob", "arguments": {"pattern": "*.txt"}}]}, {"content": "done"}]
     path = tmp_path / "t.jsonl"
-    traj = run_episode("list", ReplayEngine(turns), Workspace(git_repo), trajectory_path=path)
+    traj = run_episode("list", ReplayEngine(turns), Workspace(git_repo), hooks=EpisodeHooks(trajectory_path=path))
     assert traj.exit_reason == "final_answer"
     assert traj.messages[3].content == "caf\ufffd.txt"
     path.read_text(encoding="utf-8")  # valid UTF-8 on disk

@@ -71,8 +71,7 @@ class TaskFileEnvironment(SeededTasks):
         self.tools: tuple[Tool, ...] = TOOLS
 
     def start(self, task: Task, scratch: Path) -> EpisodeStart:
-        from leaf_cli.tasks import get_env, make_attempt_workspace
-        from leaf_cli.tasks.attempt import agent_workspace, workspace_diff
+        from leaf_cli.tasks import agent_workspace, get_env, make_attempt_workspace, workspace_diff
 
         ws = make_attempt_workspace(task, scratch, self.base_dir)
         box = self.sandbox.for_task(task)
@@ -80,9 +79,7 @@ class TaskFileEnvironment(SeededTasks):
         return EpisodeStart(workspace=tools_ws, patch=lambda: workspace_diff(ws))
 
     def grade(self, task: Task, patch: str) -> GradeResult:
-        from leaf_cli.tasks import get_env, grade
-        from leaf_cli.tasks.globs import matcher
-        from leaf_cli.tasks.patches import without_paths
+        from leaf_cli.tasks import get_env, grade, matcher, without_paths
 
         graded, _ = without_paths(patch, matcher(task.protected + task.hidden_paths))
         env = get_env(task, self.base_dir, self.sandbox.for_task(task))

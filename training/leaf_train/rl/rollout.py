@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from leaf_cli.agent import Limits, run_episode
+from leaf_cli.agent import EpisodeHooks, Limits, run_episode
 from leaf_cli.llm.engine import Sampling
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks import Task
 from leaf_train.rl.config import RolloutConfig
 from leaf_train.rl.environment import Environment
 from leaf_train.rl.samples import TokenSample, sample_from_trajectory
@@ -43,7 +43,7 @@ class GroupRunner:
             path = self.trajectories / f"{run_id}.jsonl" if self.trajectories is not None else None
             traj = run_episode(task.problem_statement, self.engine, start.workspace, sampling=self.sampling,
                                conversation=start.conversation, limits=self.limits, tools=self.env.tools,
-                               trajectory_path=path, run_id=run_id, patch_fn=start.patch)
+                               run_id=run_id, hooks=EpisodeHooks(trajectory_path=path, patch_fn=start.patch))
             verdict = self.env.grade(task, traj.patch)
             sample = sample_from_trajectory(traj, 1.0 if verdict.resolved else 0.0, task.instance_id)
             sample.extra = {"turns": float(len(traj.turns)), "infra_failure": float(verdict.infra_failure is not None)}

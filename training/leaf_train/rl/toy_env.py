@@ -16,9 +16,7 @@ from pathlib import Path
 
 from leaf_cli.agent.prompt import SYSTEM_PROMPT
 from leaf_cli.llm.messages import Conversation, Message
-from leaf_cli.tasks import GradeResult, Sandbox, grade
-from leaf_cli.tasks.source import git, single_commit_repo, snapshot
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks import GradeResult, Sandbox, Task, git, grade, single_commit_repo, snapshot
 from leaf_cli.tools import TOOLS, Tool, Workspace, find_tool
 from leaf_train.rl.config import EnvConfig
 from leaf_train.rl.environment import EpisodeStart, SeededTasks

@@ -13,12 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
-from leaf_cli.agent import Limits, run_episode
+from leaf_cli.agent import EpisodeHooks, Limits, run_episode
 from leaf_cli.llm.engine import Engine, Sampling
-from leaf_cli.tasks import DEFAULT_PROTECTED_PATHS, Environment, Sandbox, make_attempt_workspace
-from leaf_cli.tasks.attempt import agent_workspace, workspace_diff
-from leaf_cli.tasks.globs import matcher
-from leaf_cli.tasks.patches import split_files
+from leaf_cli.tasks import (DEFAULT_PROTECTED_PATHS, Environment, Sandbox, agent_workspace, make_attempt_workspace,
+                            matcher, split_files, workspace_diff)
 from leaf_train.taskpilot import prompts
 from leaf_train.taskpilot.candidate import Candidate, digest
 from leaf_train.taskpilot.procedural import is_test_file
@@ -46,7 +44,8 @@ def episode(snap: Snapshot, out: Path, env: Environment, sandbox: Sandbox, engin
         traj = run_episode(prompt, engine, agent_workspace(ws, env, sandbox),
                            sampling=Sampling(temperature=0.6, max_tokens=2048),
                            limits=Limits(max_turns=max_turns, max_seconds=1800),
-                           trajectory_path=log_dir / f"{snap.id}-{index}.jsonl", run_id=f"gen-{snap.id}-{index}")
+                           run_id=f"gen-{snap.id}-{index}",
+                           hooks=EpisodeHooks(trajectory_path=log_dir / f"{snap.id}-{index}.jsonl"))
         statement_path = ws.root / STATEMENT_FILE
         text = statement_path.read_text(encoding="utf-8", errors="replace").strip() if statement_path.is_file() else ""
         diff = workspace_diff(ws)

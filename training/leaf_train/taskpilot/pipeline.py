@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from leaf_cli.executor import Executor, Job, LocalExecutor, make_executor
-from leaf_cli.tasks import Environment, Sandbox, make_sandbox
-from leaf_cli.tasks.patches import split_files
+from leaf_cli.tasks import Environment, Sandbox, make_sandbox, split_files
 from leaf_train.taskpilot import combine, llm, procedural, statement
 from leaf_train.taskpilot.calibrate import calibrate
 from leaf_train.taskpilot.candidate import Candidate, Decision, Validation, digest

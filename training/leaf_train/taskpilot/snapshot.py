@@ -17,9 +17,8 @@ from pydantic import BaseModel, Field
 
 from leaf_cli.errors import LeafError
 from leaf_cli.executor.artifacts import rebased
-from leaf_cli.tasks import EnvBuildError, Environment, InstallConfig, Sandbox, Task, get_env
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.source import GIT_IDENTITY, single_commit_repo
+from leaf_cli.tasks import (GIT_IDENTITY, EnvBuildError, Environment, InstallConfig, Sandbox, Task, get_env,
+                            run_process, single_commit_repo)
 from leaf_train.taskpilot.sources import SourceTree
 from leaf_train.taskpilot.suite import run_suite
 

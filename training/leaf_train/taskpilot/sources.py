@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.source import GIT_IDENTITY
+from leaf_cli.tasks import GIT_IDENTITY, run_process
 
 
 class SourceTree(BaseModel):
@@ -169,7 +168,7 @@ def _git(spec: str, location: str, rev: str, cache: Path) -> SourceTree:
 
 def _swebench(spec: str, cache: Path) -> list[SourceTree | SkippedSource]:
     """One source per distinct (repo, base_commit) of a SWE-bench-style task file; repos from GitHub."""
-    from leaf_cli.tasks.importers.rows import read_rows
+    from leaf_cli.tasks import read_rows
 
     trees: list[SourceTree | SkippedSource] = []
     seen: set[tuple[str, str]] = set()

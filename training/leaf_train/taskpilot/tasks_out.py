@@ -20,7 +20,7 @@ def hidden_tests(cand: Candidate, val: Validation) -> list[str]:
     combined bugs) and the generator's new test files (llm). The eval attempt removes them from the solver's
     copy, so neither the tests nor their results localize the bug; grading restores them from the pristine
     start state before running the F2P and P2P tests (`Task.hidden_paths`)."""
-    from leaf_cli.tasks.patches import split_files
+    from leaf_cli.tasks import split_files
 
     files = {t.split("::")[0] for t in val.f2p}
     files |= {p for paths, _ in split_files(cand.test_patch) for p in paths if p != "/dev/null"}

@@ -17,10 +17,8 @@ import time
 from pathlib import Path
 
 from leaf_cli.executor.artifacts import unpack
-from leaf_cli.tasks import Applied, Environment, GradeResult, Sandbox, grade
-from leaf_cli.tasks.patches import split_files
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.testrun import GOOD
+from leaf_cli.tasks import PASSING_OUTCOMES as GOOD
+from leaf_cli.tasks import Applied, Environment, GradeResult, Sandbox, grade, run_process, split_files
 from leaf_train.taskpilot.candidate import Candidate, Validation
 from leaf_train.taskpilot.config import SynthConfig
 from leaf_train.taskpilot.snapshot import Snapshot, commit_tree, export, git_out
