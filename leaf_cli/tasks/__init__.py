@@ -12,7 +12,8 @@ Public API (TaskPilot and RL build on it):
 - `stats`: pass_at_k, pass_pow_k, clustered_standard_error, summarize, paired_difference.
 - Building blocks TaskPilot and RL share: `agent_workspace`, `workspace_diff`, `matcher` (gitwildmatch),
   `split_files` / `without_paths` (diffs), `run_process`, `git` / `GIT_IDENTITY` / `single_commit_repo`,
-  `PASSING_OUTCOMES` (pytest outcomes that count as passing), `read_rows` (JSONL / JSON / parquet rows).
+  `PASSING_OUTCOMES` (pytest outcomes that count as passing), `read_rows` (JSONL / JSON / parquet rows),
+  `locked` (an inter-process file lock, as the caches use).
 Modules are imported on first use, so `import leaf_cli.tasks` stays cheap.
 """
 
@@ -36,7 +37,7 @@ _EXPORTS = {
     "agent_workspace": "attempt", "workspace_diff": "attempt", "matcher": "globs",
     "split_files": "patches", "without_paths": "patches", "run_process": "proc",
     "GIT_IDENTITY": "source", "git": "source", "single_commit_repo": "source",
-    "PASSING_OUTCOMES": "testrun:GOOD", "read_rows": "importers.rows",
+    "PASSING_OUTCOMES": "testrun:GOOD", "read_rows": "importers.rows", "locked": "cache",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -172,7 +172,7 @@ def test_a_killed_leafs_cgroup_is_emptied_by_the_next_run(tmp_path: Path) -> Non
 def test_without_a_cgroup_the_warning_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cgroup_module, "_mount", lambda: None)  # as on a machine without cgroup v2
-    settings = SimpleNamespace(sandbox="none", network=False, pass_env=[])
+    settings = SimpleNamespace(sandbox="none", network=False, pass_env=[], sandbox_home=[])
     box = open_agent_sandbox(settings, tmp_path, tmp_path)
     assert box.kind == "none" and box.cgroup is None and box.prefix == []
     warning = capsys.readouterr().err
@@ -183,7 +183,7 @@ def test_without_a_cgroup_the_warning_says_so(tmp_path: Path, monkeypatch: pytes
 
 @needs_cgroup
 def test_with_a_cgroup_the_warning_says_all_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    settings = SimpleNamespace(sandbox="none", network=False, pass_env=[])
+    settings = SimpleNamespace(sandbox="none", network=False, pass_env=[], sandbox_home=[])
     box = open_agent_sandbox(settings, tmp_path, tmp_path)
     try:
         assert box.cgroup is not None

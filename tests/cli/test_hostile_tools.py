@@ -254,5 +254,7 @@ def test_the_sandbox_is_the_boundary_with_the_path_checks_off(tmp_path: Path, ho
     out = run_fix(repo, tmp_path, "auto", home, turn(*calls), {"content": "ok"})
     seen = observations(out)
     assert seen[0].startswith("FileNotFoundError: [Errno 2] No such file or directory") and seen[1] == "No files matched."
-    assert "[Errno 30] Read-only file system" in seen[2] and "[Errno 30] Read-only file system" in seen[3]
+    # The home inside the sandbox is a private one (agent/sandbox_home.py): the write lands there, never in the
+    # real home, and the Edit finds the private copy, not the victim's bytes.
+    assert seen[2].startswith("Wrote ") and not seen[3].startswith("Edited ")
     assert (home / "victim" / "file.txt").read_text() == "VICTIM\n"

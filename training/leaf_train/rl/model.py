@@ -72,7 +72,7 @@ def resolve_checkpoint(cfg: ModelConfig) -> Path:
     target = Path(cfg.cache_dir) if cfg.cache_dir else cache_root()
     target = target / f"{source.stem}-{source.stat().st_size}"
     if not (target / "config.json").is_file():
-        from leaf_cli.tasks.cache import locked
+        from leaf_cli.tasks import locked
 
         # One dequantization per cache entry: the suite's xdist workers and other sessions share the cache.
         with locked(target.with_name(target.name + ".lock")):
