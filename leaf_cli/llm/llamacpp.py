@@ -83,7 +83,7 @@ class LlamaCppEngine:
                                      eos_token=self._piece(self.llm.token_eos()))
         self.hybrid = bool(lib_is_hybrid(self.llm))
         self.speculate = speculate and (not self.hybrid or _rollback_depth(self.llm) >= DRAFT_TOKENS)
-        self.drafted = 0  # draft tokens proposed so far (benchmarks read it)
+        self.drafted = self.accepted = 0  # draft tokens proposed and kept so far (benchmarks read them)
         self.states = StateStore(self.llm, hybrid=self.hybrid, max_checkpoints=max_checkpoints,
                                  snapshot_bytes=snapshot_mb << 20)
         self.lock = threading.Lock()  # one conversation's turn at a time in the one context
@@ -298,6 +298,7 @@ class LlamaCppEngine:
                     forced.append(len(ids))
                 elif drafts:
                     token, logprob, accepted = sampler.verify(rows.pop(0), drafts.pop(0))
+                    self.accepted += accepted
                     if not accepted:  # the rest of the draft goes; the context ends at the reply so far
                         rows, drafts = [], []
                         self._drop_drafts(len(prompt) + len(ids))

@@ -42,13 +42,22 @@ def lookup(history: np.ndarray, k: int = DRAFT_TOKENS, ngrams: tuple[int, ...] =
 
 def decode_all(llm: Any, tokens: list[int]) -> np.ndarray:
     """Evaluate `tokens` after what the context holds, in one batch, returning the logits of every position
-    (row i: the distribution of the token after `tokens[i]`)."""
+    (row i: the distribution of the token after `tokens[i]`).
+
+    The batch runs on the generation threads, not the prompt threads: llama.cpp picks `n_threads_batch` for
+    any batch of more than one token, and a verify batch is as memory-bound as decoding one token (on a busy
+    2-core machine the extra prompt thread made it 10-20x slower, measured)."""
     from llama_cpp import llama_cpp as lib
 
     n_past = llm.n_tokens
     llm._ctx.kv_cache_seq_rm(-1, n_past, -1)  # as `Llama.eval` does: nothing stale after the position
     llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
-    llm._ctx.decode(llm._batch)
+    threads, batch_threads = int(llm.context_params.n_threads), int(llm.context_params.n_threads_batch)
+    lib.llama_set_n_threads(llm.ctx, threads, threads)
+    try:
+        llm._ctx.decode(llm._batch)
+    finally:
+        lib.llama_set_n_threads(llm.ctx, threads, batch_threads)
     llm.input_ids[n_past:n_past + len(tokens)] = tokens
     llm.n_tokens = n_past + len(tokens)
     return np.ctypeslib.as_array(lib.llama_get_logits(llm.ctx), shape=(len(tokens), llm.n_vocab())).copy()
