@@ -59,7 +59,8 @@ class LlamaCppEngine:
     `snapshot_mb`: memory for whole-state snapshots of conversations waiting for their turn (0 = none).
     `prefix_cache`: a folder where the state after the system turn is saved and loaded (`prefix_cache.py`),
     at most `prefix_cache_mb` megabytes; None = off.
-    `speculate`: prompt-lookup drafting (`speculate.py`); the same greedy tokens, the same distribution.
+    `speculate`: prompt-lookup drafting (`speculate.py`); the same greedy tokens, the same distribution;
+    None = on for attention-only models, off for hybrids (not yet measured at their real size).
     """
 
     def __init__(self, model_path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
@@ -67,7 +68,10 @@ class LlamaCppEngine:
                  parallel_tool_calls: bool = True,
                  kv_cache_type: str | None = None, extra_bufts: bool | None = None, policy_version: int = 0,
                  name: str | None = None, max_checkpoints: int = 8, snapshot_mb: int = 1024,
-                 prefix_cache: str | Path | None = None, prefix_cache_mb: int = 2048, speculate: bool = False) -> None:
+                 prefix_cache: str | Path | None = None, prefix_cache_mb: int = 2048,
+                 speculate: bool | None = False) -> None:
+        if speculate is None:  # auto: on where it was measured faster (attention-only models), off for hybrids
+            speculate = not _header_is_recurrent(model_path)
         # Drafting on a hybrid needs llama.cpp's per-token recurrent snapshots to drop rejected tokens (it
         # keeps them only for the architectures that support it, and ignores the setting elsewhere).
         rollback = DRAFT_TOKENS if speculate else 0
@@ -375,6 +379,14 @@ class LlamaCppEngine:
     def _text(self, ids: list[int]) -> str:
         body = ids[:-1] if ids and self._is_end(ids[-1]) else ids
         return self.llm.detokenize(body, special=True).decode("utf-8", errors="replace")
+
+
+def _header_is_recurrent(path: str | Path) -> bool:
+    """Whether the GGUF header describes recurrent layers (Gated DeltaNet, Mamba: `<arch>.ssm.*` keys)."""
+    from leaf_cli.llm.gguf_info import read_gguf_info
+
+    info = read_gguf_info(path)
+    return f"{info.architecture}.ssm.inner_size" in info.metadata
 
 
 def _rollback_depth(llm: Any) -> int:
