@@ -95,6 +95,36 @@ def test_greedy_output_is_identical_with_drafting(request: pytest.FixtureRequest
     plain, _, _ = run(path, speculate=False)
     drafted, e, c = run(path, speculate=True)
     assert drafted == plain
-    assert e.drafted > 0 and 0 < e.accepted < e.drafted  # drafts were verified, some kept and some rolled back
+    assert e.drafted > 0 and e.accepted > 0  # drafts were verified and kept
+    if fixture == "smollm2_path":
+        assert e.accepted < e.drafted  # and some rolled back (the hybrid's rollback: the test below)
     held = e.llm.n_tokens  # rejected drafts are gone: the context holds the token log, nothing past it
     assert held >= len(c.token_log.ids) - 1 and e.llm.input_ids[:held].tolist() == c.token_log.ids[:held]
+
+
+@pytest.mark.llama
+def test_a_hybrid_rolls_rejected_drafts_back(tiny_qwen35_gguf: Path) -> None:
+    """After a verify batch and a rollback to keep 3 of its tokens, the next logits equal those of a context
+    that only ever evaluated the kept tokens: the recurrent state went back too (llama.cpp's `n_rs_seq`)."""
+    from llama_cpp import llama_cpp as lib
+
+    from leaf_cli.llm.llama_runtime import load_llama
+    from leaf_cli.llm.speculate import DRAFT_TOKENS, decode_all, drop_after
+
+    llm, _ = load_llama(tiny_qwen35_gguf, n_ctx=512, n_rs_seq=DRAFT_TOKENS)
+    assert lib.llama_model_is_hybrid(llm._model.model) and lib.llama_n_rs_seq(llm.ctx) == DRAFT_TOKENS
+    prompt = llm.tokenize(b"def add(a, b):\n    return a - b\n")
+    batch = llm.tokenize(b" x = add(1, 2) # nine tokens here")[:DRAFT_TOKENS + 1]
+    llm.eval(prompt)
+    decode_all(llm, batch)
+    assert drop_after(llm, len(prompt) + 3)
+    after = decode_all(llm, [batch[3]])[0]
+    fresh, _ = load_llama(tiny_qwen35_gguf, n_ctx=512, n_rs_seq=DRAFT_TOKENS)
+    fresh.eval(prompt)
+    decode_all(fresh, batch[:3])
+    expected = decode_all(fresh, [batch[3]])[0]
+    np.testing.assert_allclose(after, expected, rtol=1e-4, atol=1e-4)
+    stale, _ = load_llama(tiny_qwen35_gguf, n_ctx=512)  # the same cut without snapshots: llama.cpp refuses it
+    stale.eval(prompt)
+    decode_all(stale, batch)
+    assert not drop_after(stale, len(prompt) + 3)
