@@ -54,6 +54,16 @@ class Settings(BaseSettings):
     seed: int | None = Field(None, description="Sampling seed, for reproducible runs.")
     thinking_budget: int | None = Field(None, ge=1, description="Most reasoning tokens per reply before the in-process engine closes it with </think>; unset = no limit.")
     max_tokens: int | None = Field(None, ge=1, description="Most tokens one reply may generate (a cut reply ends the run as max_tokens); the model's manifest decides when unset (8192 by default).")
+    kv_cache: Literal["f16", "q8_0"] = Field(
+        "f16", description="KV cache type of the in-process engine: q8_0 halves the attention cache (it turns flash "
+                           "attention on); `leaf doctor` says what 64k costs with each.")
+    prefix_cache: bool = Field(True, description="Save the state after the system prompt and tools to leaf's cache "
+                                                 "folder and load it on the next run instead of evaluating them again.")
+    prefix_cache_mb: int = Field(2048, ge=0, description="Most megabytes the saved prefix states may take on disk (the "
+                                                         "least recently used go first).")
+    speculate: bool | None = Field(None, description="Prompt-lookup drafting in the in-process engine (verifies n-gram "
+                                   "drafts of the conversation in one batch; the same output distribution); unset = on "
+                                   "for attention-only models, where it was measured faster, off for hybrids.")
 
 
 def user_config_path() -> Path:

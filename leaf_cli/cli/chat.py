@@ -42,6 +42,9 @@ def chat(
     seed: opt.Seed = None,
     thinking_budget: opt.ThinkingBudget = None,
     max_tokens: opt.MaxTokens = None,
+    kv_cache: opt.KvCache = None,
+    prefix_cache: opt.PrefixCache = None,
+    speculate: opt.Speculate = None,
 ) -> None:
     """Talk to the agent in this git repository; each message runs it until its answer.
 
@@ -70,7 +73,7 @@ def chat(
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx,
              "mode": mode, "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
              "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget,
-             "max_tokens": max_tokens}
+             "max_tokens": max_tokens, "kv_cache": kv_cache, "prefix_cache": prefix_cache, "speculate": speculate}
     from leaf_cli.ui.review import ask_trust
 
     settings, _origins = load_settings(flags, top, ask_trust)

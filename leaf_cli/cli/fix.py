@@ -44,6 +44,9 @@ def fix(
     seed: opt.Seed = None,
     thinking_budget: opt.ThinkingBudget = None,
     max_tokens: opt.MaxTokens = None,
+    kv_cache: opt.KvCache = None,
+    prefix_cache: opt.PrefixCache = None,
+    speculate: opt.Speculate = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository (a `leaf chat` too). A new "
                                  "process has no token cache: its first turn evaluates the whole saved conversation again, "
                                  "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,
@@ -64,7 +67,7 @@ def fix(
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "max_time": max_time, "n_ctx": n_ctx, "mode": mode,
              "sandbox": sandbox, "network": network, "pass_env": pass_env, "quiet": quiet, "constrain_tools": constrain_tools,
              "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget,
-             "max_tokens": max_tokens}
+             "max_tokens": max_tokens, "kv_cache": kv_cache, "prefix_cache": prefix_cache, "speculate": speculate}
     plan = session.prepare(root, flags, text=text, issue_file=issue_file, gh=gh, yes=yes, json_out=json_out,
                            continue_=continue_, branch=branch, trajectory=trajectory)
     result = session.execute(plan)

@@ -103,7 +103,17 @@ def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
     from leaf_cli.models.resolve import make_engine
 
     return make_engine(settings.model, base_url=settings.base_url, api_key=settings.api_key,
-                       constrain_tools=settings.constrain_tools, n_ctx=settings.n_ctx, yes=yes)
+                       constrain_tools=settings.constrain_tools, n_ctx=settings.n_ctx, yes=yes,
+                       llama_options=llama_options(settings))
+
+
+def llama_options(settings: Any) -> dict[str, Any]:
+    """The settings only the in-process llama.cpp engine reads."""
+    from leaf_cli.models.resolve import prefix_cache_dir
+
+    cache = settings.prefix_cache and settings.prefix_cache_mb > 0
+    return {"kv_cache_type": settings.kv_cache, "speculate": settings.speculate,
+            "prefix_cache": prefix_cache_dir() if cache else None, "prefix_cache_mb": settings.prefix_cache_mb}
 
 
 def _read_task(text: str | None, issue_file: Path | None, gh: str | None, top: Path) -> str:

@@ -29,3 +29,12 @@ MaxTokens = Annotated[Optional[int], typer.Option(
     "--max-tokens", min=1, help="Most tokens one reply may generate; a reply cut by it ends the run as max_tokens "
                                 "(default: the model's, 8192).", metavar="N")]
 
+KvCache = Annotated[Optional[str], typer.Option(
+    "--kv-cache", help="KV cache type of the in-process engine: f16 (default) | q8_0 (about half the attention "
+                       "memory; `leaf doctor` says what 64k costs).")]
+PrefixCache = Annotated[Optional[bool], typer.Option(
+    "--prefix-cache/--no-prefix-cache",
+    help="Load the saved state after the system prompt and tools instead of evaluating them (in-process engine).")]
+Speculate = Annotated[Optional[bool], typer.Option(
+    "--speculate/--no-speculate",
+    help="Prompt-lookup drafting: verify n-gram drafts from the conversation in one batch (in-process engine).")]

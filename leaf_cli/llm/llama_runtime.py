@@ -31,31 +31,40 @@ def extra_bufts_wanted(flag: bool | None) -> bool:
 
 
 @contextlib.contextmanager
-def _model_params(extra_bufts: bool) -> Iterator[None]:
-    """`Llama()` has no keyword for it, so wrap the default model params it starts from."""
+def _model_params(extra_bufts: bool, n_rs_seq: int = 0) -> Iterator[None]:
+    """`Llama()` has no keywords for these, so wrap the default model and context params it starts from.
+
+    `n_rs_seq`: per-token recurrent-state snapshots of the last micro-batch, which let a hybrid model drop
+    rejected draft tokens (`kv_cache_seq_rm` inside the sequence); 0 keeps llama.cpp's default (none)."""
     from llama_cpp import llama_cpp as lib
 
-    original = lib.llama_model_default_params
-    if extra_bufts:
-        yield
-        return
+    model_params, context_params = lib.llama_model_default_params, lib.llama_context_default_params
 
-    def patched() -> Any:
-        params = original()
-        params.use_extra_bufts = False
+    def patched_model() -> Any:
+        params = model_params()
+        params.use_extra_bufts = extra_bufts
         return params
 
-    lib.llama_model_default_params = patched
+    def patched_context() -> Any:
+        params = context_params()
+        params.n_rs_seq = n_rs_seq
+        return params
+
+    if not extra_bufts:
+        lib.llama_model_default_params = patched_model
+    if n_rs_seq:
+        lib.llama_context_default_params = patched_context
     try:
         yield
     finally:
-        lib.llama_model_default_params = original
+        lib.llama_model_default_params, lib.llama_context_default_params = model_params, context_params
 
 
 def load_llama(path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
                n_batch: int = 512, kv_cache_type: str | None = None, flash_attn: bool | None = None,
-               extra_bufts: bool | None = None, seed: int = 0) -> tuple[Any, GGUFInfo]:
-    """(llama_cpp.Llama, the file's metadata). `n_ctx` defaults to the training context, capped at 65,536."""
+               extra_bufts: bool | None = None, seed: int = 0, n_rs_seq: int = 0) -> tuple[Any, GGUFInfo]:
+    """(llama_cpp.Llama, the file's metadata). `n_ctx` defaults to the training context, capped at 65,536;
+    `n_rs_seq`: recurrent-state rollback depth (see `_model_params`)."""
     info = read_gguf_info(path)
     try:
         from llama_cpp import Llama
@@ -68,7 +77,7 @@ def load_llama(path: str | Path, *, n_ctx: int | None = None, n_threads: int | N
     kv = KV_CACHE_TYPES.get(kv_cache_type or "f16")
     quantized = kv_cache_type not in (None, "f16")
     try:
-        with _model_params(extra_bufts_wanted(extra_bufts)):
+        with _model_params(extra_bufts_wanted(extra_bufts), n_rs_seq):
             llm = Llama(model_path=str(info.path), n_ctx=ctx, n_batch=min(n_batch, ctx), n_threads=n_threads,
                         type_k=kv, type_v=kv, flash_attn=quantized if flash_attn is None else flash_attn,
                         seed=seed, verbose=False)

@@ -124,14 +124,29 @@ class StateStore:
 
     def restore_snapshot(self, saved: SavedState) -> bool:
         """Put the snapshot's whole state into the context (replacing what it holds)."""
+        if not self.load_sequence(saved.tokens, saved.data, saved.size):
+            return False
+        self.snapshots.remove(saved)  # the context now holds it; it is saved again when overwritten
+        return True
+
+    def save_sequence(self) -> SavedState:
+        """The whole sequence state at the context's current position (attention KV and recurrent state)."""
+        n = self._llm.n_tokens
+        return self._save(np.array(self._llm.input_ids[:n], copy=True), partial=False)
+
+    def load_sequence(self, tokens: np.ndarray, data: Any, size: int) -> bool:
+        """Replace what the context holds with a whole sequence state saved after exactly `tokens`.
+
+        False when llama.cpp refuses it (another model or context layout); the context is then empty."""
         self._llm._ctx.kv_cache_seq_rm(0, 0, -1)
-        if self._lib.llama_state_seq_set_data(self._llm.ctx, saved.data, saved.size, 0) == 0:
+        buffer = data if isinstance(data, ctypes.Array) else (ctypes.c_uint8 * size).from_buffer(data)
+        if self._lib.llama_state_seq_set_data(self._llm.ctx, buffer, size, 0) == 0:
+            self._llm._ctx.kv_cache_seq_rm(0, 0, -1)
             self._llm.n_tokens = 0
             return False
-        n = len(saved.tokens)
-        self._llm.input_ids[:n] = saved.tokens
+        n = len(tokens)
+        self._llm.input_ids[:n] = tokens
         self._llm.n_tokens = n
-        self.snapshots.remove(saved)  # the context now holds it; it is saved again when overwritten
         return True
 
     def _save(self, tokens: np.ndarray, *, partial: bool) -> SavedState:

@@ -38,7 +38,9 @@ from leaf_cli.llm.llama_state import StateStore
 from leaf_cli.llm.messages import AssistantTurn, Conversation, TokenLog, TurnUsage
 from leaf_cli.llm.parse import parse_reply
 from leaf_cli.llm.progress import eval_reporting
+from leaf_cli.llm.prefix_cache import PrefixCache, model_identity
 from leaf_cli.llm.sampler import TokenSampler
+from leaf_cli.llm.speculate import DRAFT_TOKENS, decode_all, drop_after, lookup
 from leaf_cli.llm.stream import ThinkStreamer
 from leaf_cli.llm.template import ChatTemplate, TemplateRenderError
 
@@ -56,15 +58,26 @@ class LlamaCppEngine:
     `extra_bufts`: keep llama.cpp's REPACK/AMX buffer types (default off: they crash on AMX VMs).
     `max_checkpoints`: recurrent-state checkpoints kept (hybrid models; ~50 MB each for a 4B Qwen3.5).
     `snapshot_mb`: memory for whole-state snapshots of conversations waiting for their turn (0 = none).
+    `prefix_cache`: a folder where the state after the system turn is saved and loaded (`prefix_cache.py`),
+    at most `prefix_cache_mb` megabytes; None = off.
+    `speculate`: prompt-lookup drafting (`speculate.py`); the same greedy tokens, the same distribution;
+    None = on for attention-only models, off for hybrids (not yet measured at their real size).
     """
 
     def __init__(self, model_path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
                  constrain_tools: bool = False, tool_choice: Literal["auto", "required"] = "auto",
                  parallel_tool_calls: bool = True,
                  kv_cache_type: str | None = None, extra_bufts: bool | None = None, policy_version: int = 0,
-                 name: str | None = None, max_checkpoints: int = 8, snapshot_mb: int = 1024) -> None:
+                 name: str | None = None, max_checkpoints: int = 8, snapshot_mb: int = 1024,
+                 prefix_cache: str | Path | None = None, prefix_cache_mb: int = 2048,
+                 speculate: bool | None = False) -> None:
+        if speculate is None:  # auto: on where it was measured faster (attention-only models), off for hybrids
+            speculate = not _header_is_recurrent(model_path)
+        # Drafting on a hybrid needs llama.cpp's per-token recurrent snapshots to drop rejected tokens (it
+        # keeps them only for the architectures that support it, and ignores the setting elsewhere).
+        rollback = DRAFT_TOKENS if speculate else 0
         self.llm, self.info = load_llama(model_path, n_ctx=n_ctx, n_threads=n_threads,
-                                         kv_cache_type=kv_cache_type, extra_bufts=extra_bufts)
+                                         kv_cache_type=kv_cache_type, extra_bufts=extra_bufts, n_rs_seq=rollback)
         self.name = name or f"llama.cpp:{Path(model_path).name}"
         self.context_limit = min(self.llm.n_ctx(), len(self.llm.input_ids))  # llama.cpp may round n_ctx up
         self.constrain_tools, self.tool_choice = constrain_tools, tool_choice
@@ -74,12 +87,17 @@ class LlamaCppEngine:
         self.template = ChatTemplate(self.info.chat_template, bos_token=self._piece(self.llm.token_bos()),
                                      eos_token=self._piece(self.llm.token_eos()))
         self.hybrid = bool(lib_is_hybrid(self.llm))
+        self.speculate = speculate and (not self.hybrid or _rollback_depth(self.llm) >= DRAFT_TOKENS)
+        self.drafted = self.accepted = 0  # draft tokens proposed and kept so far (benchmarks read them)
         self.states = StateStore(self.llm, hybrid=self.hybrid, max_checkpoints=max_checkpoints,
                                  snapshot_bytes=snapshot_mb << 20)
         self.lock = threading.Lock()  # one conversation's turn at a time in the one context
         self._serving: Any = None  # weak reference to the conversation the context last served
         self._dirty = False  # a turn was interrupted: the context may hold state past `n_tokens`
         self.last_evaluated = 0  # prompt tokens the last call evaluated (benchmarks read it)
+        self.last_prefix: str | None = None  # the prefix cache's answer at the last empty-context prompt
+        self.prefix_cache = (None if prefix_cache is None else
+                             PrefixCache(Path(prefix_cache), prefix_cache_mb << 20, self._state_context(model_path, extra_bufts)))
 
     def complete(self, conversation: Conversation, tools: list[dict[str, Any]], sampling: Sampling,
                  on_delta: OnDelta | None = None) -> AssistantTurn:
@@ -96,9 +114,10 @@ class LlamaCppEngine:
             raise ContextOverflow(f"prompt of {len(prompt)} tokens does not fit the {self.context_limit}-token context")
         switching = self._switching_to(conversation)
         marks = self._marks(prompt, text, first=not log.ids)
+        shared = self._shared_prefix(prompt) if conversation.messages[0].role == "system" else 0
         try:
             cached = self._evaluate(prompt, keep_live=switching, marks=marks,
-                                    pin=conversation.messages[-1].role == "user")
+                                    pin=conversation.messages[-1].role == "user", shared=shared)
             in_reasoning = _opens_reasoning(text)
             ids, logprobs, forced, finish = self._generate(prompt, tools, sampling, on_delta, in_reasoning)
         except BaseException:
@@ -154,11 +173,13 @@ class LlamaCppEngine:
         return sorted(set(marks))
 
     def _evaluate(self, prompt: list[int], keep_live: bool = False, marks: list[int] = [],  # noqa: B006
-                  pin: bool = False) -> int:
+                  pin: bool = False, shared: int = 0) -> int:
         """Bring the context to hold `prompt`, evaluating only the tail it lacks. Returns the tokens reused.
 
         `keep_live`: the context holds another live conversation; snapshot it before overwriting it.
         `marks`: positions to checkpoint at on the way (hybrid models); `pin`: keep those checkpoints longest.
+        `shared`: the length of the system turn every run shares; from an empty context its state comes from
+        the prefix cache when saved there, and is saved there once evaluated.
         """
         target = np.asarray(prompt, dtype=np.intc)
         keep = self._reusable(target)
@@ -170,16 +191,66 @@ class LlamaCppEngine:
                 keep = self._reusable(target)
             keep = self._cut(target, keep)
         self._dirty = False
+        save_prefix = 0
+        if keep == 0 and shared and self.prefix_cache is not None:
+            if self._load_prefix(prompt[:shared]):
+                keep = shared
+                self.states.checkpoint(pin=True)
+            else:
+                save_prefix, marks = shared, sorted({*marks, shared})
         self.states.checkpoint()  # where this tail starts: a Ctrl-C mid-reply comes back here
         start = self.llm.n_tokens
         for mark in [m for m in marks if keep < m < len(prompt)] + [len(prompt)]:
             eval_reporting(self.llm, prompt[self.llm.n_tokens:mark], self.llm.n_tokens - start, len(prompt) - start)
+            if mark == save_prefix:
+                self._save_prefix()
             if mark < len(prompt):
                 self.states.checkpoint(pin=pin or mark != marks[-1])
         self.last_evaluated = len(prompt) - keep
         if self.llm.n_tokens != len(prompt) or list(self.llm.input_ids[:keep]) != prompt[:keep]:
             raise EngineError("llama context does not hold the conversation's token log after evaluation")
         return keep
+
+    def _shared_prefix(self, prompt: list[int]) -> int:
+        """The length of the prompt's first turn (the system prompt and the tools), 0 when it has none or
+        nothing follows it."""
+        end_ids = self._tokenize(self.template.end_token)
+        if self.prefix_cache is None or len(end_ids) != 1 or end_ids[0] not in prompt:
+            return 0
+        n = prompt.index(end_ids[0]) + 1
+        return n if n < len(prompt) - 1 else 0
+
+    def _state_context(self, model_path: str | Path, extra_bufts: bool | None) -> dict[str, Any]:
+        """Everything a saved sequence state depends on besides its tokens (the prefix cache's key)."""
+        import llama_cpp
+
+        import leaf_cli
+        from leaf_cli.llm.llama_runtime import extra_bufts_wanted
+
+        p = self.llm.context_params
+        return {"format": 1, "model": model_identity(model_path), "leaf": leaf_cli.__version__,
+                "llama_cpp": llama_cpp.__version__, "n_ctx": self.llm.n_ctx(), "type_k": int(p.type_k),
+                "type_v": int(p.type_v), "flash_attn": int(p.flash_attn_type), "n_batch": int(p.n_batch),
+                "n_ubatch": int(p.n_ubatch), "n_seq_max": int(p.n_seq_max), "n_rs_seq": int(getattr(p, "n_rs_seq", 0)),
+                "extra_bufts": extra_bufts_wanted(extra_bufts), "hybrid": self.hybrid}
+
+    def _load_prefix(self, tokens: list[int]) -> bool:
+        """Put the saved state after `tokens` into the (empty) context; False on a miss or a refusal."""
+        assert self.prefix_cache is not None
+        data = self.prefix_cache.load(tokens)
+        self.last_prefix = "miss" if data is None else "hit"
+        if data is None:
+            return False
+        if self.states.load_sequence(np.asarray(tokens, dtype=np.intc), data, len(data)):
+            return True
+        self.prefix_cache.path(tokens).unlink(missing_ok=True)  # llama.cpp refused it: evaluate and rewrite
+        self.last_prefix = "refused"
+        return False
+
+    def _save_prefix(self) -> None:
+        assert self.prefix_cache is not None
+        saved = self.states.save_sequence()
+        self.prefix_cache.save(saved.tokens.tolist(), saved.data, saved.size)
 
     def _reusable(self, target: np.ndarray) -> int:
         """How many leading tokens of `target` the context holds, leaving at least one to evaluate."""
@@ -219,6 +290,10 @@ class LlamaCppEngine:
         logprobs: list[float] = []
         forced: list[int] = []
         pending: list[int] = []  # tokens leaf writes next (closing an over-budget reasoning)
+        # Drafting needs every accepted token to be the sampler's own: no grammar state or forced tokens.
+        drafting = self.speculate and grammar is None and sampling.thinking_budget is None
+        rows: list[np.ndarray] = []  # logits of positions a verify batch already evaluated, next first
+        drafts: list[int] = []  # the draft tokens those rows judge
         finish = "length"
         try:
             while len(ids) < budget:
@@ -227,6 +302,14 @@ class LlamaCppEngine:
                 if pending:
                     token, logprob = pending.pop(0), 0.0
                     forced.append(len(ids))
+                elif drafts:
+                    token, logprob, accepted = sampler.verify(rows.pop(0), drafts.pop(0))
+                    self.accepted += accepted
+                    if not accepted:  # the rest of the draft goes; the context ends at the reply so far
+                        rows, drafts = [], []
+                        self._drop_drafts(len(prompt) + len(ids))
+                elif rows:
+                    token, logprob = sampler.sample(rows.pop(0))
                 else:
                     logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.n_vocab,))
                     token, logprob = sampler.sample(logits)
@@ -240,16 +323,36 @@ class LlamaCppEngine:
                 piece = decoder.decode(self.llm.detokenize([token], special=True))
                 thinking.feed(piece)
                 streamer.feed(piece)
-                if len(ids) < budget:
-                    self.llm.eval([token])
+                if len(ids) < budget and not rows:
+                    if drafting:
+                        rows, drafts = self._step_with_draft(prompt, ids, budget)
+                    else:
+                        self.llm.eval([token])
         finally:
             if grammar is not None:
                 grammar.close()
+            if drafting:
+                self._drop_drafts(len(prompt) + len(ids))  # the context holds nothing past the reply
         streamer.feed(decoder.decode(b"", final=True))
         streamer.finish()
         if finish == "length" and budget < sampling.max_tokens:
             raise ContextOverflow(f"the context of {self.context_limit} tokens filled up during the reply")
         return ids, logprobs, frozenset(forced), finish
+
+    def _step_with_draft(self, prompt: list[int], ids: list[int], budget: int) -> tuple[list[np.ndarray], list[int]]:
+        """Evaluate the last sampled token, with a prompt-lookup draft after it when the history has one:
+        (the logits rows of the draft positions and the one after, the draft)."""
+        room = min(budget - len(ids) - 1, self.context_limit - self.llm.n_tokens - 2, DRAFT_TOKENS)
+        draft = lookup(np.asarray(prompt + ids, dtype=np.intc), room) if room > 0 else []
+        if not draft:
+            self.llm.eval([ids[-1]])
+            return [], []
+        self.drafted += len(draft)
+        return list(decode_all(self.llm, [ids[-1], *draft])), draft
+
+    def _drop_drafts(self, n: int) -> None:
+        if not drop_after(self.llm, n):
+            raise EngineError(f"llama.cpp could not drop the rejected draft tokens after position {n}")
 
     def _grammar(self, tools: list[dict[str, Any]], in_reasoning: bool) -> GrammarFilter | None:
         if not self.constrain_tools or not tools:
@@ -278,6 +381,20 @@ class LlamaCppEngine:
     def _text(self, ids: list[int]) -> str:
         body = ids[:-1] if ids and self._is_end(ids[-1]) else ids
         return self.llm.detokenize(body, special=True).decode("utf-8", errors="replace")
+
+
+def _header_is_recurrent(path: str | Path) -> bool:
+    """Whether the GGUF header describes recurrent layers (Gated DeltaNet, Mamba: `<arch>.ssm.*` keys)."""
+    from leaf_cli.llm.gguf_info import read_gguf_info
+
+    info = read_gguf_info(path)
+    return f"{info.architecture}.ssm.inner_size" in info.metadata
+
+
+def _rollback_depth(llm: Any) -> int:
+    from llama_cpp import llama_cpp as lib
+
+    return int(lib.llama_n_rs_seq(llm.ctx))
 
 
 def lib_is_hybrid(llm: Any) -> bool:

@@ -29,11 +29,41 @@ class TokenSampler:
 
     def sample(self, logits: np.ndarray) -> tuple[int, float]:
         """(token id, its log-probability under the distribution it was drawn from)."""
-        logits = self._penalised(logits)
-        ids = self._candidates(logits)
         if self.s.temperature <= 0.0:
+            logits = self._penalised(logits)
+            ids = self._candidates(logits)
             token = int(ids[np.argmax(logits[ids])])
             return self._took(token), 0.0
+        ids, q = self.distribution(logits)
+        choice = int(self.rng.choice(len(ids), p=q))
+        return self._took(int(ids[choice])), float(np.log(q[choice]))
+
+    def verify(self, logits: np.ndarray, draft: int) -> tuple[int, float, bool]:
+        """One speculative step against a deterministic draft token: (token, its log-probability, accepted).
+
+        Speculative sampling's rejection rule (Leviathan et al. 2023; Chen et al. 2023) with a draft that is a
+        point mass q = δ(draft): accept the draft with probability min(1, p(draft)/q(draft)) = p(draft), else
+        draw from the residual max(0, p - q) renormalised, which is p without the draft. The token returned is
+        distributed exactly as `sample`'s, so its log-probability is log p(token) either way. Greedy: the
+        argmax, accepted when it is the draft.
+        """
+        if self.s.temperature <= 0.0:
+            token, logprob = self.sample(logits)
+            return token, logprob, token == draft
+        ids, q = self.distribution(logits)
+        at = np.flatnonzero(ids == draft)
+        if len(at) and self.rng.random() < q[at[0]]:
+            return self._took(draft), float(np.log(q[at[0]])), True
+        residual = q.copy()
+        if len(at):
+            residual[at[0]] = 0.0
+        choice = int(self.rng.choice(len(ids), p=residual / residual.sum()))
+        return self._took(int(ids[choice])), float(np.log(q[choice])), False
+
+    def distribution(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(candidate ids, their probabilities): the distribution the next token is drawn from (temperature > 0)."""
+        logits = self._penalised(logits)
+        ids = self._candidates(logits)
         ids = ids[np.argsort(-logits[ids], kind="stable")]
         x = logits[ids].astype(np.float64)
         p = _softmax(x)
@@ -43,9 +73,7 @@ class TokenSampler:
         if self.s.min_p > 0.0:
             keep = max(1, int(np.count_nonzero(p >= self.s.min_p * p[0])))
             ids, x = ids[:keep], x[:keep]
-        q = _softmax(x / self.s.temperature)
-        choice = int(self.rng.choice(len(ids), p=q))
-        return self._took(int(ids[choice])), float(np.log(q[choice]))
+        return ids, _softmax(x / self.s.temperature)
 
     def _took(self, token: int) -> int:
         if self.s.repeat_penalty != 1.0:

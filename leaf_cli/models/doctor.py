@@ -132,6 +132,19 @@ def check_probe(model: Path | None, argv: list[str] | None = None, timeout: floa
     return Check(name="probe", status="ok", detail=detail)
 
 
+def _default_model_path() -> Path | None:
+    """The default model's file when it is on disk (the one `leaf fix` runs)."""
+    from leaf_cli.models.registry import all_manifests
+    from leaf_cli.models.resolve import default_spec
+    from leaf_cli.models.store import locate
+
+    try:
+        manifest = all_manifests().get(default_spec())
+        return locate(manifest) if manifest is not None else None
+    except LeafError:
+        return None
+
+
 def check_models() -> tuple[Check, Path | None]:
     """Which registry models are on disk; the path the probe should run (the smallest present)."""
     from leaf_cli.models.registry import all_manifests
@@ -149,6 +162,44 @@ def check_models() -> tuple[Check, Path | None]:
         return Check(name="models", status="ok", detail=f"on disk: {names}"), smallest
     return Check(name="models", status="fail", detail=f"default model {default} is not on disk (on disk: {names})",
                  fix=_pull_fix(default)), smallest
+
+
+LONG_CONTEXT = 65_536
+
+
+def check_memory(model: Path | None, machine: tuple[int, int | None] | None = None) -> Check:
+    """What `model` costs at 64k context (or its training context, if shorter) with each KV cache type, against
+    this machine's memory (`machine`: (total, available) bytes, for tests)."""
+    from leaf_cli.llm.gguf_info import read_gguf_info
+    from leaf_cli.models.memory import estimate, gb, machine_memory
+
+    if model is None:
+        return Check(name="memory", status="warn", required=False, detail="no model on disk to size")
+    try:
+        info = read_gguf_info(model)
+    except LeafError as exc:
+        return Check(name="memory", status="warn", required=False, detail=str(exc))
+    ctx = min(LONG_CONTEXT, info.context_length or LONG_CONTEXT)
+    f16, q8 = estimate(info, ctx, "f16"), estimate(info, ctx, "q8_0")
+    if f16 is None or q8 is None:
+        return Check(name="memory", status="warn", required=False,
+                     detail=f"{model.name}: its header does not say enough to size the KV cache")
+    state = f" + recurrent state {gb(f16.recurrent)}" if f16.recurrent else ""
+    detail = (f"{model.name} at {ctx // 1024}k context: {gb(f16.total)} with an f16 KV cache, {gb(q8.total)} with q8_0 "
+              f"(weights {gb(f16.weights)} + KV {gb(f16.kv_cache)} / {gb(q8.kv_cache)}{state}; compute buffers extra)")
+    machine = machine or machine_memory()
+    if machine is None:
+        return Check(name="memory", status="ok", required=False, detail=detail)
+    total, available = machine
+    detail += f"; this machine has {gb(total)}" + (f", {gb(available)} free" if available is not None else "")
+    room = available if available is not None else total
+    if f16.total <= room:
+        return Check(name="memory", status="ok", required=False, detail=detail)
+    if q8.total <= room:
+        return Check(name="memory", status="warn", required=False, detail=detail,
+                      fix="use --kv-cache q8_0 (or kv_cache = \"q8_0\" in the config) for long runs")
+    return Check(name="memory", status="warn", required=False, detail=detail,
+                 fix="use --kv-cache q8_0 and a smaller --n-ctx, or free memory")
 
 
 def check_tool(name: str, argv: list[str], required: bool, why: str, fix: str) -> Check:
@@ -172,7 +223,7 @@ def run_checks(probe_model: Path | None = None, probe_timeout: float = 300) -> l
     else:
         probe = Check(name="probe", status="fail", detail="skipped: llama_cpp is not importable", fix=llama.fix)
     return [
-        llama, check_cpu(), probe, models,
+        llama, check_cpu(), probe, models, check_memory(probe_model or _default_model_path() or smallest),
         check_tool("git", ["git", "--version"], True, "leaf checkpoints and undoes through git",
                    "install git (apt install git / brew install git)"),
         check_tool("bubblewrap", ["bwrap", "--version"], False, "leaf fix's default sandbox and the eval sandboxes use it",

@@ -116,6 +116,17 @@ def _gb(n: int | None) -> str:
     return f"{(n or 0) / 1e9:.1f} GB"
 
 
+def prefix_cache_dir() -> Path:
+    """Where the llama.cpp engine keeps saved prefix states: `$LEAF_CACHE_DIR`, else `$LEAF_HOME/cache`,
+    else the platform's user cache folder for leaf; then `prefix-states/`."""
+    override = os.environ.get("LEAF_CACHE_DIR") or (os.environ.get("LEAF_HOME") and os.path.join(os.environ["LEAF_HOME"], "cache"))
+    if override:
+        return Path(override).expanduser() / "prefix-states"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("leaf", appauthor=False)) / "prefix-states"
+
+
 def _looks_like_path(spec: str) -> bool:
     return spec.endswith(".gguf") or "/" in spec or os.sep in spec or Path(spec).expanduser().is_file()
 
@@ -129,12 +140,14 @@ def sampling_for(spec: str | None) -> Sampling:
 
 def make_engine(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                 constrain_tools: bool = False, n_ctx: int | None = None, yes: bool = False,
-                on_progress: OnProgress | None = None, **engine_options: Any) -> Engine:
+                on_progress: OnProgress | None = None, llama_options: dict[str, Any] | None = None,
+                **engine_options: Any) -> Engine:
     """Build the engine a `--model` spec names (see the module docstring for the spec forms).
 
     `base_url`/`api_key` default to `$LEAF_BASE_URL`/`$LEAF_API_KEY`; `constrain_tools` asks the llama.cpp
     engine for grammar-constrained tool calls; `n_ctx` overrides the context window; `yes` pulls a missing
-    model instead of failing; other keywords go to the engine's constructor.
+    model instead of failing; `llama_options` go to the in-process llama.cpp engine only (an HTTP server has
+    its own settings); other keywords go to the engine's constructor.
     """
     if spec and spec.startswith("replay:"):
         from leaf_cli.llm.replay import ReplayEngine
@@ -147,7 +160,8 @@ def make_engine(spec: str | None = None, *, base_url: str | None = None, api_key
         key = api_key or os.environ.get("LEAF_API_KEY") or None
         return OpenAIEngine(base_url, spec, api_key=key, context_limit=n_ctx or 65536, **engine_options)
     path, manifest = model_path(spec, yes=yes, on_progress=on_progress)
-    return _llama_engine(path, manifest, constrain_tools=constrain_tools, n_ctx=n_ctx, **engine_options)
+    return _llama_engine(path, manifest, constrain_tools=constrain_tools, n_ctx=n_ctx,
+                         **{**(llama_options or {}), **engine_options})
 
 
 def _llama_engine(path: Path, manifest: Manifest | None, *, constrain_tools: bool, n_ctx: int | None,

@@ -86,7 +86,7 @@ def test_doctor_passes_when_the_default_model_is_on_disk(smollm2_path: Path, mon
     lines = result.stdout.splitlines()
     assert result.exit_code == 0, result.stdout
     assert [line.split()[1] for line in lines if line.startswith(("ok", "warn", "FAIL"))] == [
-        "llama_cpp", "cpu", "probe", "models", "git", "bubblewrap"]
+        "llama_cpp", "cpu", "probe", "models", "memory", "git", "bubblewrap"]
     assert lines[-1] == "all required checks passed"
 
 

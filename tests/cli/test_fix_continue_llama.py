@@ -49,7 +49,9 @@ def test_continue_rerenders_the_conversation_then_reuses_the_cache(git_repo: Pat
     assert second["messages"][len(first["messages"])] == {"role": "user", "content": FOLLOW_UP}
     turns = second["usage"]["turns"]
     assert len(turns) >= 2, f"SmolLM2 made no tool call, so the continued run had one turn: {second['messages'][-1]}"
-    assert turns[0]["cached_tokens"] == 0  # a new process starts with an empty context
+    assert first["usage"]["turns"][0]["cached_tokens"] == 0  # a new process starts with an empty context...
+    # ...and the next one loads the system turn the first saved (the prefix cache), evaluating the rest
+    assert 0 < turns[0]["cached_tokens"] < turns[0]["prompt_tokens"]
     for before, now in zip(turns, turns[1:]):
         # Everything up to the previous reply's last token is reused; only the new tail is evaluated.
         assert now["cached_tokens"] == before["prompt_tokens"] + before["completion_tokens"] - 1 > 0

@@ -1,0 +1,337 @@
+"""The 4B-shaped benchmark: FrogNano's pipeline and engine at Qwen3.5-4B's published size, in one command.
+
+Speed and memory do not depend on the weights' values, so it builds a random-weight checkpoint of the real
+topology (32 layers, 24 Gated DeltaNet + 8 gated attention, hidden 2560, FFN 9216, 16 heads, 4 KV heads of
+256, linear attention 16 K / 32 V heads of 128, vocabulary 248,320, one MTP layer) with the tests' Qwen3.5
+builder (`tests/support/tiny_qwen35.py`; the weights are streamed to disk one tensor at a time), then:
+
+1. pulls it through `leaf models pull frognano-4b` from the loopback stand-in hub: each stage's time and the
+   peak RSS of leaf and its children during it;
+2. memory at 8k, 32k and 64k context with f16 and q8_0 KV: the peak RSS of a child that loads the model and
+   evaluates a prompt, next to `leaf doctor`'s estimate from the GGUF header;
+3. prompt and generation tokens/s of leaf's engine and of raw `llama_cpp.Llama` (same threads, batch and
+   context), interleaved A B A B: medians and spreads (min-max);
+4. the wall time of each turn of a 10-turn agent conversation (scripted tool results);
+5. the cold start of a `leaf fix` to the first generated token: model load, prompt evaluation, first token;
+   without and with the persistent prefix cache.
+
+Full size needs about 25 GB of free disk and about 40 minutes on 2 cores. `--shape tiny` runs every step on
+the tests' tiny fixture shape in a minute or two (to check the script, not to measure).
+
+Run: python bench/bench_4b.py [--shape 4b|tiny] [--threads N] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHAPE_4B: dict[str, Any] = {
+    "hidden_size": 2560, "intermediate_size": 9216, "num_hidden_layers": 32,
+    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 8, "full_attention_interval": 4,
+    "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+}
+CONTEXTS = (8192, 32768, 65536)
+KV_TYPES = ("f16", "q8_0")
+REPEATS = 3
+
+
+# -- the checkpoint ---------------------------------------------------------------------------------------------
+
+def build(out: Path, shape: str) -> Path:
+    """The checkpoint folder at `shape`: the tests' builder, with the weights streamed one tensor at a time."""
+    from leaf_cli.models.converter import converter_dir
+    from tests.support import tiny_qwen35 as q
+
+    if shape == "4b":
+        q.TEXT_CONFIG.update(SHAPE_4B)
+    template = (ROOT / ".." / "shared" / "reference" / "qwen3_5.chat_template.jinja").read_text(encoding="utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(q.config_json(), indent=2))
+    q._write_generation_config(out)
+    q._write_tokenizer(out, converter_dir() / "models" / "ggml-vocab-qwen2.gguf", template)
+    _stream_weights(out, q)
+    return out
+
+
+def _stream_weights(out: Path, q: Any) -> None:
+    """Two bf16 safetensors shards and their index, each tensor generated and written on its own (a 4B model
+    held in memory at once would take 17 GB of float32)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    names = sorted(q.tensor_shapes().items())
+    shards = [names[:len(names) // 2], names[len(names) // 2:]]
+    weight_map, total = {}, 0
+    for i, shard in enumerate(shards, start=1):
+        file = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+        offset = 0
+        for name, shape in shard:
+            size = 2 * int(np.prod(shape))
+            header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + size]}
+            offset += size
+        head = json.dumps(header, separators=(",", ":")).encode()
+        head += b" " * (-len(head) % 8)
+        with (out / file).open("wb") as f:
+            f.write(len(head).to_bytes(8, "little") + head)
+            for name, shape in shard:
+                rows = shape[0] if len(shape) > 1 else 1
+                step = max(1, (1 << 24) // max(1, int(np.prod(shape)) // rows))
+                for start in range(0, rows, step):  # a few MB at a time
+                    part = (min(step, rows - start), *shape[1:]) if len(shape) > 1 else shape
+                    bits = np.ascontiguousarray(q._init(name, part, rng), dtype=np.float32).view(np.uint32)
+                    f.write(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes())
+        total += offset
+        weight_map.update({name: file for name, _ in shard})
+    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+
+
+# -- measuring helpers ------------------------------------------------------------------------------------------
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.name)] = int(fields[1])
+            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, p in parents.items():
+            if p == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(rss.get(p, 0) for p in tree)
+
+
+class StagePeaks:
+    """Samples the process tree's RSS in the background; the peak is kept per stage as `on_stage` names them."""
+
+    def __init__(self) -> None:
+        self.stage, self.started = "start", time.perf_counter()
+        self.rows: list[list[Any]] = []  # [stage, seconds, peak bytes]
+        self._peak, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> "StagePeaks":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.on_stage("done", "")
+        self._stop.set()
+
+    def on_stage(self, stage: str, _line: str) -> None:
+        if stage == self.stage:
+            return
+        now = time.perf_counter()
+        self.rows.append([self.stage, now - self.started, self._peak])
+        self.stage, self.started, self._peak = stage, now, 0
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.25):
+            self._peak = max(self._peak, tree_rss(os.getpid()))
+
+
+def spread(values: list[float], unit: str) -> str:
+    return f"{statistics.median(values):.2f} {unit} ({min(values):.2f}-{max(values):.2f})"
+
+
+# -- the steps --------------------------------------------------------------------------------------------------
+
+def pull_model(checkpoint: Path, home: Path) -> Path:
+    from leaf_cli.models.pull import pull
+    from leaf_cli.models.registry import get_manifest
+    from tests.support.fake_hub import FakeHub
+    from tests.support.tiny_qwen35 import REPO_ID
+
+    with FakeHub() as hub, StagePeaks() as peaks:
+        hub.add_folder(REPO_ID, checkpoint)
+        os.environ.update(LEAF_HOME=str(home), HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(home / "hub-cache"))
+        gguf = pull(get_manifest("frognano-4b"), on_stage=peaks.on_stage)
+    print("\n== leaf models pull frognano-4b (loopback hub) ==")
+    print(f"{'stage':10} {'time':>9} {'peak RSS':>10}")
+    for stage, seconds, peak in peaks.rows[1:]:
+        print(f"{stage:10} {seconds:8.1f}s {peak / 1e9:9.2f}G")
+    print(f"GGUF: {gguf.name}, {gguf.stat().st_size / 2**30:.2f} GiB")
+    return gguf
+
+
+MEMORY_CHILD = """
+import json, resource, sys
+from leaf_cli.llm.llama_runtime import load_llama
+llm, _ = load_llama(sys.argv[1], n_ctx=int(sys.argv[2]), kv_cache_type=sys.argv[3])
+llm.eval(llm.tokenize(b"def f(x):\\n    return x\\n" * 40))
+print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def memory(gguf: Path) -> None:
+    from leaf_cli.llm.gguf_info import read_gguf_info
+    from leaf_cli.models.memory import estimate
+
+    info = read_gguf_info(gguf)
+    print("\n== memory: peak RSS of a process that loads the model and evaluates a prompt ==")
+    print(f"{'context':>8} {'kv':>5} {'peak RSS':>9} {'estimate':>9}")
+    for ctx in CONTEXTS:
+        for kv in KV_TYPES:
+            proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(gguf), str(ctx), kv], capture_output=True,
+                                  text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800)
+            guess = estimate(info, ctx, kv)
+            if proc.returncode != 0:
+                print(f"{ctx:8} {kv:>5} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1][:100]}")
+                continue
+            peak = json.loads(proc.stdout.strip().splitlines()[-1])["peak"]
+            print(f"{ctx:8} {kv:>5} {peak / 1e9:8.2f}G {guess.total / 1e9 if guess else float('nan'):8.2f}G")
+
+
+def throughput(gguf: Path, threads: int) -> None:
+    """Prompt and generation tokens/s, leaf's engine and raw llama_cpp.Llama, interleaved."""
+    import numpy as np
+    from llama_cpp import Llama
+    from llama_cpp import llama_cpp as lib
+
+    from leaf_cli.llm.engine import Sampling
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+    from leaf_cli.llm.messages import Conversation, Message
+
+    leaf = LlamaCppEngine(gguf, n_ctx=8192, n_threads=threads)
+    raw = Llama(model_path=str(gguf), n_ctx=8192, n_batch=512, n_threads=threads, verbose=False)
+    text = "def handler_%d(event):\n    return event.get('value', 0) + %d\n"
+    body = "".join(text % (i, i) for i in range(40))
+    gen = 32
+
+    def leaf_run() -> tuple[float, float]:
+        """A fresh prompt (a unique first line: nothing reusable), then the same prompt decoded `gen` tokens."""
+        message = Message(role="user", content=f"# run {time.perf_counter()}\n{body}")
+        started = time.perf_counter()
+        leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=1))
+        prompt_rate = leaf.last_evaluated / (time.perf_counter() - started)
+        started = time.perf_counter()
+        reply = leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=gen))
+        return prompt_rate, reply.usage.completion_tokens / (time.perf_counter() - started)
+
+    def raw_run() -> tuple[float, float]:
+        tokens = raw.tokenize(f"# run {time.perf_counter()}\n{body}".encode())
+        raw.reset()
+        raw._ctx.kv_cache_seq_rm(-1, 0, -1)
+        started = time.perf_counter()
+        raw.eval(tokens)
+        prompt_rate = len(tokens) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(gen):
+            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(raw.ctx, -1), shape=(raw.n_vocab(),))
+            raw.eval([int(np.argmax(logits))])
+        return prompt_rate, gen / (time.perf_counter() - started)
+
+    rates: dict[str, list[tuple[float, float]]] = {"leaf": [], "raw": []}
+    for _ in range(REPEATS):
+        rates["raw"].append(raw_run())
+        rates["leaf"].append(leaf_run())
+    print(f"\n== prompt and generation, {threads} threads, {REPEATS} runs each, interleaved raw leaf raw leaf ==")
+    for name, values in rates.items():
+        print(f"{name:5} prompt {spread([v[0] for v in values], 'tok/s')}   generation {spread([v[1] for v in values], 'tok/s')}")
+    for i, what in enumerate(("prompt", "generation")):
+        ratio = statistics.median(v[i] for v in rates["leaf"]) / statistics.median(v[i] for v in rates["raw"])
+        print(f"leaf / raw {what}: {ratio:.3f} (target >= 0.97)")
+
+
+def ten_turns(gguf: Path, threads: int) -> None:
+    from leaf_cli.agent.prompt import SYSTEM_PROMPT
+    from leaf_cli.llm.engine import Sampling
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+    from leaf_cli.llm.messages import Conversation, Message
+    from leaf_cli.tools import tool_schemas
+
+    engine = LlamaCppEngine(gguf, n_ctx=16384, n_threads=threads)
+    c = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT),
+                               Message(role="user", content="add() in calc.py subtracts; fix it.")])
+    print("\n== a 10-turn conversation: wall time per turn (scripted tool results, 16 tokens per reply) ==")
+    for turn in range(10):
+        started = time.perf_counter()
+        reply = engine.complete(c, tool_schemas(), Sampling(temperature=0.0, max_tokens=16))
+        print(f"turn {turn + 1:2}: {time.perf_counter() - started:7.2f}s  evaluated {engine.last_evaluated:5} prompt tokens")
+        c.append(reply.to_message())
+        lines = "\n".join(f"{i}. def helper_{turn}_{i}(x):  # line {i}" for i in range(1, 30))
+        c.append(Message(role="tool", content=f"src/m{turn}.py\n{lines}", tool_call_id="c", name="Read"))
+
+
+def cold_start(gguf: Path, threads: int) -> None:
+    from leaf_cli.agent.prompt import SYSTEM_PROMPT
+    from leaf_cli.llm.engine import Sampling
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+    from leaf_cli.llm.messages import Conversation, Message
+    from leaf_cli.tools import tool_schemas
+
+    cache = Path(tempfile.mkdtemp(prefix="leaf-bench-4b-prefix-"))
+    print("\n== cold start of `leaf fix` to the first token ==")
+    for label in ("no prefix cache", "prefix cache, first run (saves)", "prefix cache, next run (loads)"):
+        started = time.perf_counter()
+        engine = LlamaCppEngine(gguf, n_ctx=65536, n_threads=threads, kv_cache_type="q8_0",
+                                prefix_cache=None if label.startswith("no") else cache)
+        loaded = time.perf_counter()
+        timed: dict[str, float] = {}
+        evaluate: Callable[..., int] = engine._evaluate
+
+        def timed_evaluate(*args: Any, **kwargs: Any) -> int:
+            t = time.perf_counter()
+            try:
+                return evaluate(*args, **kwargs)
+            finally:
+                timed["prompt"] = time.perf_counter() - t
+
+        engine._evaluate = timed_evaluate  # type: ignore[method-assign]
+        c = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT),
+                                   Message(role="user", content="add() in calc.py subtracts; fix it.")])
+        engine.complete(c, tool_schemas(), Sampling(temperature=0.0, max_tokens=1))
+        done = time.perf_counter()
+        print(f"{label:32} load {loaded - started:6.2f}s  prompt {timed['prompt']:7.2f}s "
+              f"({engine.last_evaluated} tokens)  first token {done - loaded - timed['prompt']:5.2f}s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", choices=("4b", "tiny"), default="4b")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--keep", type=Path, help="Work in this folder and leave it (default: a temporary one).")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="leaf-bench-4b-"))
+    started = time.perf_counter()
+    checkpoint = build(work / "FrogNano-4B-2609", args.shape)
+    print(f"== shape {args.shape}: checkpoint built in {time.perf_counter() - started:.1f}s "
+          f"({sum(p.stat().st_size for p in checkpoint.glob('*.safetensors')) / 1e9:.2f} GB of bf16) ==")
+    gguf = pull_model(checkpoint, work / "home")
+    memory(gguf)
+    throughput(gguf, args.threads)
+    ten_turns(gguf, args.threads)
+    cold_start(gguf, args.threads)
+    if args.keep is None:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
