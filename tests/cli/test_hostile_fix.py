@@ -11,6 +11,7 @@ hide whether the boundary holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -198,7 +199,8 @@ def test_undo_keeps_ignored_files_modes_crlf_and_empty_dirs(tmp_path: Path, sand
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_no_process_outlives_the_run(git_repo: Path, tmp_path: Path, sandbox: str) -> None:
-    token = f"leaf-escape-{tmp_path.name}"
+    # unique per run of the test: under xdist both workers' tmp_path end in the same name
+    token = f"leaf-escape-{hashlib.sha1(str(tmp_path).encode()).hexdigest()[:12]}"
     escape = (f"setsid bash -c 'echo up > up1.txt; exec -a {token} sleep 1.5' >/dev/null 2>&1 </dev/null & "
               f"(bash -c 'echo up > up2.txt; sleep 1.5; echo late > late.txt' >/dev/null 2>&1 </dev/null &) ; "
               f"setsid bash -c 'echo up > up3.txt; sleep 1.5; echo late > late2.txt' >/dev/null 2>&1 </dev/null & "
