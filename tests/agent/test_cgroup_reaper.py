@@ -95,31 +95,24 @@ def workspace(work: Path, box: AgentSandbox) -> Workspace:
 
 
 @needs_cgroup
-def test_the_chain_outruns_the_reaper_alone(work: Path) -> None:
-    """The attack takes effect: the session kill and the reaper's 20 rounds, as before the cgroup, leave a
-    chain running (in one of three tries at most; each try starts CHAINS chains). The chains run in a
-    cgroup here only so that this test can end them."""
+def test_the_chain_outlives_the_session_kill(work: Path) -> None:
+    """The attack takes effect: killing the Bash sessions' process groups, the first of the old defences,
+    leaves every chain running, since each generation takes a new session. (Whether the reaper's 20 rounds
+    over /proc catch a chain as well is a race the chain usually wins under load and often loses on a quiet
+    machine, so no test asserts it; the cgroup's kill below and in the next tests does not race.) The chains
+    run in a cgroup here only so that this test can end them."""
     group = RunCgroup.create()
     assert group is not None
     box = AgentSandbox("none", group.prefix(), cgroup=group)
     ws = workspace(work, box)
-    survived = []
     try:
-        for trial in range(3):
-            reaper = Reaper.start(watch=False)
-            markers = start_chains(ws, trial)
-            ws.jobs.close()  # the Bash sessions
-            reaper.stop()  # the subreaper's rounds over /proc
-            survived.append(growing(markers))
-            group.kill()
-            assert not growing(markers)  # what the reaper left, the cgroup's kill ended
-            if survived[-1]:
-                break
-        assert survived[-1], f"the chains were expected to outrun the reaper in one of {len(survived)} tries"
+        markers = start_chains(ws)
+        ws.jobs.close()  # the Bash sessions and their process groups
+        assert growing(markers), "the chains were expected to outlive the session kill"
+        group.kill()
+        assert not growing(markers)  # what the session kill left, the cgroup's kill ended
     finally:
         group.kill()
-        box.close()
-    assert not group.path.exists()
 
 
 @needs_cgroup
