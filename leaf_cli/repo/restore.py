@@ -60,7 +60,8 @@ def restore(top: Path, store: Path, state: RepoState, keep_refs: tuple[str, ...]
         safefs.ensure_dir(Path(objects), anchor, aside)
         copy_objects(Path(source) / "objects", Path(objects), alternates=False)
     for name, sha in kept.items():  # made by leaf's review for the user (a new branch): theirs now
-        git(top_path, "update-ref", name, sha, env={"GIT_DIR": state.git_dir})
+        git(top_path, "update-ref", "-m", "leaf undo: kept, made by leaf's review", name, sha,
+            env={"GIT_DIR": state.git_dir})
     extras = worktree.load(Path(state.meta_dir) if state.meta_dir else None)
     report.not_recreated = _restore_files(top_path, store, state, extras)
     _refresh_indexes(top_path, store, state)

@@ -224,8 +224,8 @@ def summary(console: Console, *, turns: int, usage: dict[str, Any], seconds: flo
     """The closing line of a run: one line whatever the width (a log or pipe gets no wrapping at 80)."""
     style = "green" if exit_reason == "final_answer" else "yellow"
     console.print(Text(f"● {exit_reason}", style=f"bold {style}"), Text(
-        f" · {turns} turns · {_count(usage.get('prompt_tokens', 0))} in / {_count(usage.get('completion_tokens', 0))} out tokens"
-        f" · {_clock(seconds)} · {files_changed} files changed (+{insertions} −{deletions}) · run {run_id}",
+        f" · {turns} {'turn' if turns == 1 else 'turns'} · {_count(usage.get('prompt_tokens', 0))} in / {_count(usage.get('completion_tokens', 0))} out tokens"
+        f" · {_clock(seconds)} · {files_changed} {'file' if files_changed == 1 else 'files'} changed (+{insertions} −{deletions}) · run {run_id}",
         style="dim"), soft_wrap=True)
 
 

@@ -37,6 +37,14 @@ def test_the_summary_is_one_line_at_80_columns_without_a_terminal() -> None:
     assert text.count("\n") == 1 and len(text) > 80 and "run 20261202-010203-abcdef" in text
 
 
+def test_the_summary_counts_one_file_and_one_turn_in_the_singular() -> None:
+    out = io.StringIO()
+    summary(Console(file=out, width=200, highlight=False), turns=1, usage={}, seconds=3.0, exit_reason="final_answer",
+            files_changed=1, insertions=1, deletions=1, run_id="r")
+    assert " 1 turn · " in out.getvalue() and " 1 file changed " in out.getvalue()
+    assert "files changed" not in out.getvalue() and "turns" not in out.getvalue()
+
+
 def _turn(prompt: int, cached: int, out: int, seconds: float) -> AssistantTurn:
     return AssistantTurn(content="x", usage=TurnUsage(prompt_tokens=prompt, cached_tokens=cached, completion_tokens=out),
                          seconds=seconds)
