@@ -12,6 +12,8 @@ from leaf_cli.errors import LeafError
 from leaf_cli.repo.checkpoint import RepoState, current_tree, diff, locate, record
 from leaf_cli.repo.git import out, work_tree_root
 from leaf_cli.repo.lock import RepoLock, is_held, lock_path
+from leaf_cli.repo import history
+from leaf_cli.repo.history import Undone
 from leaf_cli.repo.restore import restore
 from leaf_cli.repo.runs import RunRecord, new_run_id, state_root
 from leaf_cli.repo.store import store_for
@@ -75,7 +77,7 @@ def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     patch = diff(top, store, run.before.worktree_tree, after_tree)
     run.files_changed, run.insertions, run.deletions = _shortstat(diff(top, store, run.before.worktree_tree,
                                                                        after_tree, stat=True))
-    run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
+    run.exit_reason, run.status, run.finished_at = exit_reason, "kept", time.time()
     run.save()
     return patch
 
@@ -87,7 +89,7 @@ def end_run_anyhow(run: RunRecord, exit_reason: str) -> str:
         try:
             return finish_run(run, exit_reason)
         except Exception as exc:  # noqa: BLE001 - the record must be written whatever failed
-            run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
+            run.exit_reason, run.status, run.finished_at = exit_reason, "kept", time.time()
             run.save()
             raise LeafError(f"run {run.run_id} ended ({exit_reason}) but its end state could not be recorded: "
                             f"{exc}") from None
@@ -128,12 +130,39 @@ class signals_held:
                 signal.raise_signal(number)
 
 
-def after_leaf_commit(run: RunRecord) -> None:
-    """The review committed the run's change: that state is the run's end state now, so `leaf undo` works."""
+def after_leaf_commit(run: RunRecord, commit: str) -> None:
+    """The review committed the run's change on this branch: that state is the run's end state now."""
     top = Path(run.top)
     if run.after is not None:
         run.after = _light_state(top, run.after.worktree_tree)
-        run.save()
+    run.status, run.commit = "committed", commit
+    run.save()
+
+
+def move_to_branch(run: RunRecord, branch: str, commit: str) -> list[tuple[str, str]]:
+    """The review committed the run's change on the new `branch`: put this branch back as before the run
+    and record the run as branched (the branch is kept by every later undo)."""
+    ref = f"refs/heads/{branch}"
+    run.kept_refs = sorted(set(run.kept_refs) | {ref})
+    dropped = _restore_locked(run, run.before, kept_refs(run) | {ref})
+    top = Path(run.top)
+    run.after = _light_state(top, run.before.worktree_tree)
+    run.status, run.commit, run.branch_name = "branched", commit, branch
+    run.save()
+    return dropped
+
+
+def kept_refs(run: RunRecord) -> set[str]:
+    """The refs no undo in this repository removes: every run's branch, undone commit and saved copy."""
+    from leaf_cli.repo.runs import list_runs
+
+    refs = set(run.kept_refs)
+    for other in list_runs(Path(run.top)):
+        refs.update(other.kept_refs)
+    listing = out(Path(run.top), "for-each-ref", "--format=%(refname)", "refs/leaf/", check=False) \
+        if locate(Path(run.top)) is not None else ""
+    refs.update(line for line in listing.splitlines() if line)
+    return refs
 
 
 def changed_since(run: RunRecord) -> list[str]:
@@ -151,32 +180,65 @@ def changed_since(run: RunRecord) -> list[str]:
     return problems
 
 
-def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """Restore the state recorded before `run`; refuse when the user changed things since, unless `force`.
+def undo_run(run: RunRecord, *, force: bool = False, drop: bool = False) -> Undone:
+    """Put the repository back as it was before `run`; refuse when the user changed things since, unless
+    `force`, which first keeps what it overwrites as a commit under refs/leaf/saved/.
 
-    A run still going in another leaf process is refused even with `force`: its agent would keep writing.
-    Survivors of the run's commands are killed first (reaper). Returns the refs created since the run that
-    were removed (name, object); `keep_refs` (and the run's own kept refs) stay.
+    A committed or branched run's commit stays reachable (its branch, or refs/leaf/undone/<run>) unless
+    `drop`. A run still going in another leaf process is refused even with `force`: its agent would keep
+    writing.
     """
     if is_live(run) and run.run_id not in _LOCKS:
         raise LeafError(f"run {run.run_id} is still running (leaf pid {run.pid}); stop it (Ctrl-C) before undoing it")
     if run.status == "undone" and not force:
-        raise LeafError(f"run {run.run_id} is already undone (use --force to restore its start state again)")
-    if not force:
-        problems = changed_since(run)
-        if problems:
-            raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway")
-    run.kept_refs = sorted(set(run.kept_refs) | set(keep_refs))
+        raise LeafError(f"run {run.run_id} is already undone (`leaf undo {run.run_id} --force` restores its start "
+                        "state again)")
+    problems = changed_since(run) if run.status != "undone" else ["the run is undone"]
+    if problems and not force:
+        raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway "
+                        "(and keeps a copy of what it overwrites)")
+    was = run.undone_from if run.status == "undone" else run.status
+    result = Undone(was=was if was in ("committed", "branched") else "kept")
+    saved = history.save_current(run) if problems and _differs_from(run, run.before) else None
+    keep = kept_refs(run)
+    if drop and run.branch_name:
+        keep.discard(f"refs/heads/{run.branch_name}")
+        run.kept_refs = [r for r in run.kept_refs if r != f"refs/heads/{run.branch_name}"]
+    result.dropped = _restore_locked(run, run.before, keep)
+    stamp = f"{run.run_id}-{int(time.time())}"
+    if saved is not None:
+        result.saved = history.pin(run, f"refs/leaf/saved/{stamp}/worktree", saved,
+                                   f"leaf undo --force of run {run.run_id}: the work tree it overwrote")
+        for name, sha in result.dropped:  # the refs it removed are part of what it overwrote
+            history.pin(run, f"refs/leaf/saved/{stamp}/{name.removeprefix('refs/')}", sha,
+                        f"leaf undo --force of run {run.run_id}: {name}")
+    if run.commit and result.was == "committed" and not drop:
+        result.kept_commit = history.pin(run, f"refs/leaf/undone/{run.run_id}", run.commit,
+                                         f"leaf undo of run {run.run_id}: the commit of the run")
+    elif run.branch_name and result.was == "branched" and not drop:
+        result.kept_commit = (f"refs/heads/{run.branch_name}", run.commit or "")
+    for ref in (result.saved, result.kept_commit):
+        if ref is not None:
+            run.kept_refs = sorted(set(run.kept_refs) | {ref[0]})
+    run.status, run.undone_from = "undone", result.was
+    run.save()
+    return result
+
+
+def _differs_from(run: RunRecord, state: RepoState) -> bool:
+    top, store = Path(run.top), Path(run.store)
+    now = _light_state(top, current_tree(top, store, run.before))
+    return (now.worktree_tree, now.head, now.branch) != (state.worktree_tree, state.head, state.branch)
+
+
+def _restore_locked(run: RunRecord, state: RepoState, keep: set[str]) -> list[tuple[str, str]]:
     own = run.run_id in _LOCKS
     lock = None if own else RepoLock(lock_path(state_root(), Path(run.top))).acquire(f"undo of run {run.run_id}, pid {os.getpid()}")
     try:
-        dropped = restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(run.kept_refs))
-        run.status = "undone"
-        run.save()
+        return restore(Path(run.top), Path(run.store), state, keep_refs=tuple(sorted(keep)))
     finally:
         if lock is not None:
             lock.release()
-    return dropped
 
 
 def _light_state(top: Path, tree: str) -> RepoState:
