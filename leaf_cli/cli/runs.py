@@ -137,8 +137,9 @@ def undo_lines(run_id: str, done: Any) -> list[str]:
     if done.kept_commit is not None:
         name, sha = done.kept_commit
         short = name.removeprefix("refs/heads/")
-        lines.append(f"Its commit {sha[:10]} stays as {short} (`git cherry-pick {sha[:10]}` or `git merge {short}` "
-                     "brings the change back; `leaf undo --drop` would have let it go).")
+        forget = f"git branch -D {short}" if name.startswith("refs/heads/") else f"git update-ref -d {name}"
+        lines.append(f"Its commit {sha[:10]} stays as {short}: `git cherry-pick {sha[:10]}` brings the change back, "
+                     f"`{forget}` lets it go.")
     if done.saved is not None:
         name, sha = done.saved
         lines.append(f"What --force overwrote is kept as {name} ({sha[:10]}; `git checkout {sha[:10]} -- .` puts "

@@ -43,7 +43,7 @@ def show_header(console: Console, record: Any, changes: str) -> None:
     for name, value in fields:
         line = Text(f"{name:11}", style="bold")
         line.append(plain(str(value)))
-        console.print(line)
+        console.print(line, soft_wrap=True)
     console.print()
 
 
@@ -51,13 +51,14 @@ def show_conversation(console: Console, trajectory: Any) -> None:
     if trajectory is None:
         console.print(Text("No conversation: the run's trajectory is missing.", style="dim"))
         return
-    console.print(Text("Conversation", style="bold underline"))
+    say = lambda text: console.print(text, soft_wrap=not console.is_terminal)  # noqa: E731 - piped: never cut
+    say(Text("Conversation", style="bold underline"))
     for message in trajectory.messages:
-        console.print(Text(message.role, style=_ROLE_STYLE.get(message.role, "")))
+        say(Text(message.role, style=_ROLE_STYLE.get(message.role, "")))
         if message.reasoning_content:
-            console.print(Text(plain(message.reasoning_content), style="dim italic"))
+            say(Text(plain(message.reasoning_content), style="dim italic"))
         if message.content:
-            console.print(Text(plain(message.content)))
+            say(Text(plain(message.content)))
         for call in message.tool_calls:
             args = call.arguments if isinstance(call.arguments, dict) else {"arguments": json.dumps(call.arguments)}
-            console.print(Text("→ " + tool_line(call.name, args, 100), style="cyan"))
+            say(Text("→ " + tool_line(call.name, args, 100), style="cyan"))
