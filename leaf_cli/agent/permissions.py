@@ -11,16 +11,27 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Callable, Literal
+from dataclasses import dataclass
+from typing import Callable, Literal, Union
 
 from leaf_cli.llm.messages import ToolCall
 from leaf_cli.tools import texts
 
 Mode = Literal["ask", "auto-edit", "yolo"]
 MODES: tuple[str, ...] = ("ask", "auto-edit", "yolo")
-Answer = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True)
+class Declined:
+    """No, with the user's short reason for the agent (it becomes the call's observation)."""
+
+    reason: str
+
+
+Answer = Union[Literal["yes", "no", "always"], Declined]
 Confirm = Callable[[ToolCall], Answer]
-"""Asks the user about one call: yes, no, or always (yes to every later call of the same tool)."""
+"""Asks the user about one call: yes, no (maybe with a reason), or always (yes to every later call of the
+same tool)."""
 
 EDIT_TOOLS = frozenset({"write", "edit"})
 PATH_KEYS = ("file_path", "path")
@@ -72,7 +83,11 @@ def make_gate(mode: Mode, root: Path, confirm: Confirm | None = None,
             return None
         if answer == "yes":
             return None
-        return f"the user declined this {call.name} call; do something else or finish with what you have"
+        from leaf_cli.tools import texts
+
+        if isinstance(answer, Declined):
+            return texts.USER_DECLINED_BECAUSE.format(tool=call.name, reason=answer.reason)
+        return texts.USER_DECLINED.format(tool=call.name)
 
     return gate
 

@@ -186,14 +186,14 @@ class ChatSession:
                 self.console.print("[dim]Nothing to undo.[/dim]")
                 return True
             try:
-                report = undo_run(self.run, force=rest == ["--force"])
+                done = undo_run(self.run, force=rest == ["--force"])
             except LeafError as exc:
                 self.console.print(f"[red]{exc}[/red] [dim](/undo --force here)[/dim]")
                 return True
-            from leaf_cli.cli.runs import report_lines
+            from leaf_cli.cli.runs import undo_details
             from leaf_cli.ui.safe_text import markup_safe
 
-            for line in report_lines(report):
+            for line in undo_details(done):
                 self.console.print(f"[dim]{markup_safe(line)}[/dim]")
             self.undone = True
             self.console.print("Undone: the repository is as it was before the chat.")

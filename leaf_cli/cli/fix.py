@@ -50,6 +50,9 @@ def fix(
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the last run in this repository (a `leaf chat` too). A new "
                                  "process has no token cache: its first turn evaluates the whole saved conversation again, "
                                  "later turns only their new tokens. `leaf chat` keeps the cache between messages.")] = False,
+    continue_undone: Annotated[bool, typer.Option("--continue-undone", help="--continue even when the last run "
+                                                   "is undone (its conversation then describes changes that are "
+                                                   "no longer in the files).")] = False,
 ) -> None:
     """Fix an issue in the current git repository, then review the change.
 
@@ -69,7 +72,8 @@ def fix(
              "temperature": temperature, "seed": seed, "thinking_budget": thinking_budget,
              "max_tokens": max_tokens, "kv_cache": kv_cache, "prefix_cache": prefix_cache, "speculate": speculate}
     plan = session.prepare(root, flags, text=text, issue_file=issue_file, gh=gh, yes=yes, json_out=json_out,
-                           continue_=continue_, branch=branch, trajectory=trajectory)
+                           continue_=continue_, branch=branch, trajectory=trajectory,
+                           continue_undone=continue_undone)
     result = session.execute(plan)
     if json_out:
         from leaf_cli.agent.trajectory import json_line  # valid UTF-8 also for a file name that is not

@@ -29,6 +29,7 @@ class Plan:
     conversation: Any = None
     continued_from: str | None = None
     memory: str | None = None  # the repository instructions file read into the task (AGENTS.md, CLAUDE.md)
+    earlier_turns: int = 0
 
 
 @dataclass
@@ -48,7 +49,8 @@ class Result:
 
 
 def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: Path | None, gh: str | None,
-            yes: bool, json_out: bool, continue_: bool, branch: str | None, trajectory: Path | None) -> Plan:
+            yes: bool, json_out: bool, continue_: bool, branch: str | None, trajectory: Path | None,
+            continue_undone: bool = False) -> Plan:
     """Validate every input; LeafError (exit 2) for the first thing that is wrong."""
     from leaf_cli.config import load_settings
     from leaf_cli.repo.lifecycle import ensure_git_work_tree
@@ -61,7 +63,8 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     settings, _origins = load_settings(flags, top, ask_trust if _on_terminal(json_out, yes) else None)
     _check_sandbox(settings.sandbox)  # a missing bubblewrap is said before any checkpoint is made
     task = _read_task(text, issue_file, gh, top)
-    conversation, continued_from = _continuation(top) if continue_ else (None, None)
+    continue_ = continue_ or continue_undone
+    conversation, continued_from = _continuation(top, continue_undone) if continue_ else (None, None)
     memory = None
     if not continue_:
         from leaf_cli.agent.issue_input import repo_memory, with_repo_memory
@@ -71,9 +74,11 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
     engine = _load_engine(settings, yes=yes, show=not (json_out or settings.quiet))
     interactive = _on_terminal(json_out, yes)
     title = task.strip().splitlines()[0][:100]
+    earlier = sum(1 for m in conversation.messages if m.role == "assistant") if conversation is not None else 0
     return Plan(root=root, top=top, task=task, title=title, settings=settings, engine=engine,
                 interactive=interactive, yes=yes, json_out=json_out, branch=branch, trajectory=trajectory,
-                conversation=conversation, continued_from=continued_from, memory=memory)
+                conversation=conversation, continued_from=continued_from, memory=memory,
+                earlier_turns=earlier)
 
 
 def _load_engine(settings: Any, *, yes: bool, show: bool) -> Any:
@@ -133,8 +138,10 @@ def _read_task(text: str | None, issue_file: Path | None, gh: str | None, top: P
     return issue_input.issue_from_bytes(text.encode("utf-8", errors="surrogateescape"), "the command line")
 
 
-def _continuation(top: Path) -> tuple[Any, str]:
-    """The conversation of the last run in this repository, reloaded from its trajectory.
+def _continuation(top: Path, undone_ok: bool = False) -> tuple[Any, str]:
+    """The conversation of the last run in this repository, reloaded from its trajectory; says on stderr
+    which run it is. An undone run is refused unless `undone_ok`: its history says files were changed
+    that no longer are, and the model would build on that.
 
     Only the messages come back, never the saved token log: a token-level engine (llama.cpp) sees
     `token_log=None` and renders the whole conversation with the model's template once, then appends as usual.
@@ -146,11 +153,18 @@ def _continuation(top: Path) -> tuple[Any, str]:
     runs = [r for r in list_runs(top) if r.trajectory and Path(r.trajectory).is_file()]
     if not runs:
         raise LeafError("--continue: no earlier run in this repository to continue")
+    last = runs[0]
+    if last.status == "undone" and not undone_ok:
+        raise LeafError(f"--continue: the last run here, {last.run_id} ({last.title[:60]!r}), is undone, so its "
+                        "conversation describes changes that are no longer in the files; `--continue-undone` "
+                        "continues it anyway, or start a new run")
     try:
-        previous = load(Path(runs[0].trajectory))
+        previous = load(Path(last.trajectory))
     except ValueError as exc:
         raise LeafError(f"--continue: {exc}") from None
-    return Conversation(messages=list(previous.messages)), runs[0].run_id
+    note = " (undone: its changes are not in the files)" if last.status == "undone" else ""
+    print(f"Continuing run {last.run_id} ({last.status}{note}): {last.title[:80]}", file=sys.stderr)
+    return Conversation(messages=list(previous.messages)), last.run_id
 
 
 def execute(plan: Plan) -> Result:
@@ -209,7 +223,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
         traj = run_episode(plan.task, plan.engine, workspace,
                            limits=Limits.with_safeguards(max_turns=settings.max_turns, max_seconds=settings.max_time),
                            sampling=sampling_for_model(settings), conversation=plan.conversation, run_id=run.run_id,
-                           hooks=EpisodeHooks(on_event=view, gate=make_gate(mode, plan.root, confirm),
+                           hooks=EpisodeHooks(on_event=numbered_after(view, plan.earlier_turns), gate=make_gate(mode, plan.root, confirm),
                                               trajectory_path=trajectory_path, redact=redact,
                                               patch_fn=lambda: lifecycle.run_patch(run)))
     finally:
@@ -232,6 +246,22 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
     return Result(exit_reason=exit_reason, turns=traj.assistant_turns(),
                   messages=redact.obj([m.to_openai() for m in traj.messages]), patch=redact.text(patch),
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
+
+
+def numbered_after(view: Any, earlier: int) -> Any:
+    """The live view's event callback with turn numbers carried on after `earlier` turns (a continuation)."""
+    if not earlier:
+        return view
+    import dataclasses
+
+    from leaf_cli.agent import events
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, events.TurnFinished):
+            event = dataclasses.replace(event, index=event.index + earlier)
+        view(event)
+
+    return on_event
 
 
 def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:

@@ -52,14 +52,19 @@ def commit_on_branch(top: Path, patch: str, message: str) -> str:
     return commit
 
 
-def commit_to_new_branch(top: Path, patch: str, message: str, branch: str) -> str:
-    """Commit the run's changes on a new branch `branch` (from HEAD); the caller then undoes the run here."""
-    if git(top, "check-ref-format", "--branch", branch, check=False).returncode != 0:
+def check_new_branch(top: Path, branch: str) -> None:
+    """LeafError unless `branch` is a valid name no branch has yet."""
+    if not branch or git(top, "check-ref-format", "--branch", branch, check=False).returncode != 0:
         raise LeafError(f"{branch!r} is not a valid branch name")
     if git(top, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0:
         raise LeafError(f"branch {branch} already exists; pick another name")
+
+
+def commit_to_new_branch(top: Path, patch: str, message: str, branch: str) -> str:
+    """Commit the run's changes on a new branch `branch` (from HEAD); the caller then puts this branch back."""
+    check_new_branch(top, branch)
     commit = commit_patch(top, patch, message)
-    git(top, "update-ref", f"refs/heads/{branch}", commit, "")
+    git(top, "update-ref", "-m", "leaf: move run to a new branch", f"refs/heads/{branch}", commit, "")
     return commit
 
 
@@ -74,13 +79,17 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def draft_message(final_answer: str, task: str) -> str:
-    """A commit message from the model's final answer: its first line, whole, as the subject; the answer as the body.
+    """A commit message from the model's final answer: its first line, whole, as the subject; the rest of the
+    answer as the body (the subject is not said twice).
 
     The subject is never cut mid-word (a cut subject reads as a broken message); the task's first line
     stands in when the model gave no answer.
     """
     source = final_answer.strip() or task.strip()
-    first = next((line.strip(" #*-") for line in source.splitlines() if line.strip(" #*-")), "Changes by leaf")
-    subject = " ".join(first.split())
-    body = final_answer.strip()
-    return subject if not body or body == first else f"{subject}\n\n{body}"
+    lines = source.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.strip(" #*-")), None)
+    if at is None:
+        return "Changes by leaf"
+    subject = " ".join(lines[at].strip(" #*-").split())
+    body = "\n".join(lines[at + 1:]).strip() if final_answer.strip() else ""
+    return f"{subject}\n\n{body}" if body else subject

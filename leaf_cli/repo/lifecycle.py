@@ -12,6 +12,8 @@ from leaf_cli.errors import LeafError
 from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, record
 from leaf_cli.repo.git import work_tree_root
 from leaf_cli.repo.lock import RepoLock, is_held, lock_path
+from leaf_cli.repo import history
+from leaf_cli.repo.history import Undone
 from leaf_cli.repo.patch import Patch, changed_paths, make_patch
 from leaf_cli.repo.refs import read_head
 from leaf_cli.repo.restore import RestoreReport, restore
@@ -81,11 +83,10 @@ def _patch(run: RunRecord) -> tuple[Patch, str]:
 
 def finish_run(run: RunRecord, exit_reason: str | None) -> str:
     """Record the after-state and the diff stat; return the patch."""
-    top = Path(run.top)
     patch, after_tree = _patch(run)
     run.after = _light_state(run.before, after_tree)
     run.files_changed, run.insertions, run.deletions = _shortstat(patch.stat)
-    run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
+    run.exit_reason, run.status, run.finished_at = exit_reason, "kept", time.time()
     run.save()
     return patch.text
 
@@ -97,7 +98,7 @@ def end_run_anyhow(run: RunRecord, exit_reason: str) -> str:
         try:
             return finish_run(run, exit_reason)
         except Exception as exc:  # noqa: BLE001 - the record must be written whatever failed
-            run.exit_reason, run.status, run.finished_at = exit_reason, "finished", time.time()
+            run.exit_reason, run.status, run.finished_at = exit_reason, "kept", time.time()
             run.save()
             raise LeafError(f"run {run.run_id} ended ({exit_reason}) but its end state could not be recorded: "
                             f"{exc}") from None
@@ -138,12 +139,39 @@ class signals_held:
                 signal.raise_signal(number)
 
 
-def after_leaf_commit(run: RunRecord) -> None:
-    """The review committed the run's change: that state is the run's end state now, so `leaf undo` works."""
-    top = Path(run.top)
+def after_leaf_commit(run: RunRecord, commit: str) -> None:
+    """The review committed the run's change on this branch: that state is the run's end state now."""
     if run.after is not None:
         run.after = _light_state(run.before, run.after.worktree_tree)
+    run.status, run.commit = "committed", commit
+    run.save()
+
+
+def move_to_branch(run: RunRecord, branch: str, commit: str) -> RestoreReport:
+    """The review committed the run's change on the new `branch`: put this branch back as before the run
+    and record the run as branched (the branch is kept by every later undo)."""
+    ref = f"refs/heads/{branch}"
+    run.kept_refs = sorted(set(run.kept_refs) | {ref})
+    with _repo_locked(run):
+        report = _restore(run, kept_refs(run) | {ref})
+        run.after = _light_state(run.before, run.before.worktree_tree)
+        run.status, run.commit, run.branch_name = "branched", commit, branch
         run.save()
+    return report
+
+
+def kept_refs(run: RunRecord) -> set[str]:
+    """The refs no undo in this repository removes: every run's branch, undone commit and saved copies.
+
+    Taken from leaf's own run records, never from the repository: a ref the agent made under refs/leaf/
+    is one of the run's, and undo removes it.
+    """
+    from leaf_cli.repo.runs import list_runs
+
+    refs = set(run.kept_refs)
+    for other in list_runs(Path(run.top)):
+        refs.update(other.kept_refs)
+    return refs
 
 
 def changed_since(run: RunRecord) -> list[str]:
@@ -161,34 +189,89 @@ def changed_since(run: RunRecord) -> list[str]:
     return problems
 
 
-def undo_run(run: RunRecord, *, force: bool = False, keep_refs: tuple[str, ...] = ()) -> RestoreReport:
-    """Restore the state recorded before `run`; refuse when the user changed things since, unless `force`.
+def undo_run(run: RunRecord, *, force: bool = False, drop: bool = False) -> Undone:
+    """Put the repository back as it was before `run`; refuse when the user changed things since, unless
+    `force`, which keeps what it overwrites as a commit under refs/leaf/saved/.
 
-    A run still going in another leaf process is refused even with `force`: its agent would keep writing.
-    The repository's lock is taken before anything is read, so a stale lock a killed git left in the store
-    can be cleared safely. Returns what was removed (refs made since, which `keep_refs` and the run's own
-    kept refs escape) and what was moved aside (into the run's folder) instead of deleted.
+    A committed or branched run's commit stays reachable (its branch, or refs/leaf/undone/<run>) unless
+    `drop`. A run still going in another leaf process is refused even with `force`: its agent would keep
+    writing. The repository's lock is taken before anything is read, so a stale lock a killed git left in
+    the store can be cleared safely. What the run made that may hold data is moved aside (into the run's
+    folder), never deleted; the result's `report` says what was removed, moved aside or not made again.
     """
     if is_live(run) and run.run_id not in _LOCKS:
         raise LeafError(f"run {run.run_id} is still running (leaf pid {run.pid}); stop it (Ctrl-C) before undoing it")
     if run.status == "undone" and not force:
-        raise LeafError(f"run {run.run_id} is already undone (use --force to restore its start state again)")
-    own = run.run_id in _LOCKS
-    lock = None if own else RepoLock(lock_path(state_root(), Path(run.top))).acquire(f"undo of run {run.run_id}, pid {os.getpid()}")
-    try:
-        if not force:
-            problems = changed_since(run)
-            if problems:
-                raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state anyway")
-        run.kept_refs = sorted(set(run.kept_refs) | set(keep_refs))
-        aside = Aside(run.folder / "aside" / time.strftime("%Y%m%d-%H%M%S"))
-        report = restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(run.kept_refs), aside=aside)
-        run.status = "undone"
+        raise LeafError(f"run {run.run_id} is already undone (`leaf undo {run.run_id} --force` restores its start "
+                        "state again)")
+    with _repo_locked(run):
+        problems = changed_since(run) if run.status != "undone" else ["the run is undone"]
+        if problems and not force:
+            raise LeafError("; ".join(problems) + f"; `leaf undo {run.run_id} --force` restores the start state "
+                            "anyway (and keeps a copy of what it overwrites)")
+        was = run.undone_from if run.status == "undone" else run.status
+        result = Undone(was=was if was in ("committed", "branched") else "kept")
+        overwritten = history.snapshot(run) if problems and _differs_from(run, run.before) else None
+        keep = kept_refs(run)
+        if drop and run.branch_name:
+            keep.discard(f"refs/heads/{run.branch_name}")
+            run.kept_refs = [r for r in run.kept_refs if r != f"refs/heads/{run.branch_name}"]
+        result.report = _restore(run, keep)
+        _keep_history(run, result, overwritten, drop)
+        run.status, run.undone_from = "undone", result.was
         run.save()
-    finally:
-        if lock is not None:
-            lock.release()
-    return report
+    return result
+
+
+def _keep_history(run: RunRecord, result: Undone, overwritten: history.Snapshot | None, drop: bool) -> None:
+    """After the restore (the git dir is the recorded one again): pin what --force overwrote and the run's
+    commit, each as a ref every later undo keeps."""
+    pinned: list[str] = []
+    if overwritten is not None:
+        stamp = f"{run.run_id}-{int(time.time())}"
+        result.saved = history.pin(run, f"refs/leaf/saved/{stamp}/worktree", history.save(run, overwritten),
+                                   f"leaf undo --force of run {run.run_id}: the work tree it overwrote")
+        pinned.append(result.saved[0])
+        for name, sha in result.report.dropped:  # the refs it removed are part of what it overwrote
+            pinned.append(history.pin(run, f"refs/leaf/saved/{stamp}/{name.removeprefix('refs/')}", sha,
+                                      f"leaf undo --force of run {run.run_id}: {name}")[0])
+    if run.commit and result.was == "committed" and not drop:
+        result.kept_commit = history.pin(run, f"refs/leaf/undone/{run.run_id}", run.commit,
+                                         f"leaf undo of run {run.run_id}: the commit of the run")
+    elif run.branch_name and result.was == "branched" and not drop:
+        result.kept_commit = (f"refs/heads/{run.branch_name}", run.commit or "")
+    if result.kept_commit is not None:
+        pinned.append(result.kept_commit[0])
+    run.kept_refs = sorted(set(run.kept_refs) | set(pinned))
+
+
+def _differs_from(run: RunRecord, state: RepoState) -> bool:
+    top, store = Path(run.top), Path(run.store)
+    now = _light_state(run.before, current_tree(top, store, run.before))
+    return (now.worktree_tree, now.head, now.branch) != (state.worktree_tree, state.head, state.branch)
+
+
+class _repo_locked:
+    """The repository's lock for an undo (a live run of this process holds it already)."""
+
+    def __init__(self, run: RunRecord) -> None:
+        self.run = run
+        self.lock: RepoLock | None = None
+
+    def __enter__(self) -> None:
+        if self.run.run_id not in _LOCKS:
+            path = lock_path(state_root(), Path(self.run.top))
+            self.lock = RepoLock(path).acquire(f"undo of run {self.run.run_id}, pid {os.getpid()}")
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+
+def _restore(run: RunRecord, keep: set[str]) -> RestoreReport:
+    """The start state back (the caller holds the lock); what may hold data goes aside into the run's folder."""
+    aside = Aside(run.folder / "aside" / time.strftime("%Y%m%d-%H%M%S"))
+    return restore(Path(run.top), Path(run.store), run.before, keep_refs=tuple(sorted(keep)), aside=aside)
 
 
 def _light_state(before: RepoState, tree: str) -> RepoState:

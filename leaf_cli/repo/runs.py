@@ -12,12 +12,15 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from leaf_cli.errors import LeafError
 from leaf_cli.repo.checkpoint import RepoState
 
-RunStatus = Literal["running", "finished", "undone"]
+RunStatus = Literal["running", "kept", "committed", "branched", "undone"]
+"""A run's place in the history. kept: its change is in the work tree; committed: the review committed it on
+the current branch; branched: the review committed it on a new branch and put this one back; undone: the
+repository is as it was before the run. `running` only while a leaf process runs it (or it was killed)."""
 
 
 def state_root() -> Path:
@@ -56,7 +59,15 @@ class RunRecord(BaseModel):
     continued_from: str | None = None
     pid: int | None = Field(None, description="The leaf process running it (while status is running).")
     kept_refs: list[str] = Field(default_factory=list, description="Refs leaf made for the user (a review's "
-                                 "branch): undo leaves them.")
+                                 "branch, an undone commit, what `undo --force` overwrote): no undo removes them.")
+    commit: str | None = Field(None, description="The commit the review made (committed and branched runs).")
+    branch_name: str | None = Field(None, description="The branch the review moved the change to (branched runs).")
+    undone_from: str | None = Field(None, description="The state undo left: committed, branched or kept.")
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _older_status(cls, value: object) -> object:
+        return "kept" if value == "finished" else value  # records written before the history had states
 
     @property
     def folder(self) -> Path:

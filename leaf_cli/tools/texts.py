@@ -70,3 +70,7 @@ BINARY_FILE = "{shown} is a binary file (NUL bytes in its first 8 KB); the text 
 NOT_REGULAR = "not a regular file (a pipe, socket or device)"
 HOST_TIMEOUT = "the file tool did not answer within {seconds:.1f}s (its sandbox process was ended; the next call starts a new one)"
 HOST_ENDED = "the file tools' sandbox process ended{detail} (the next call starts a new one)"
+
+# The permission gate's answer when the user says no to a call (the episode sends it as `PermissionError: ...`).
+USER_DECLINED = "the user declined this {tool} call; do something else or finish with what you have"
+USER_DECLINED_BECAUSE = "the user declined this {tool} call, saying: {reason}"

@@ -34,6 +34,8 @@ def test_ask_mode_prompts_then_review_commits(git_repo: Path, tmp_path: Path) ->
     child.sendline("y")
     child.expect("Allow Bash")
     child.sendline("n")
+    child.expect("Why not")
+    child.sendline("")  # no reason: the plain refusal
     child.expect("The operator is wrong.")  # reasoning streamed
     child.expect("final_answer")
     child.expect("Keep the changes")

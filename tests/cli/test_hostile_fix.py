@@ -367,7 +367,7 @@ def test_internal_error_ends_the_run_with_a_record(git_repo: Path, tmp_path: Pat
     result = leaf("fix", "--json", "--workdir", str(git_repo), "--model", spec, "task")
     assert result.exit_code == 2 and "internal error (RuntimeError: boom)" in result.stderr
     listing = leaf("runs", "--workdir", str(git_repo)).stdout
-    assert "finished" in listing and "error" in listing and "running" not in listing
+    assert "kept" in listing and "error" in listing and "running" not in listing
 
 
 def test_sigterm_during_the_final_snapshot_still_writes_the_record(git_repo: Path, tmp_path: Path,
@@ -391,7 +391,7 @@ def test_sigterm_during_the_final_snapshot_still_writes_the_record(git_repo: Pat
         signal.signal(signal.SIGTERM, previous)
         lifecycle.release_run(run)
     saved = json.loads((run.folder / "run.json").read_text())
-    assert saved["status"] == "finished" and saved["after"] is not None
+    assert saved["status"] == "kept" and saved["after"] is not None
 
 
 def test_second_fix_is_refused_and_undo_of_a_live_run_says_why(git_repo: Path, tmp_path: Path) -> None:

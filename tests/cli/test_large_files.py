@@ -49,6 +49,10 @@ def test_timed_out_snapshot_leaves_no_lock_and_undo_and_fix_go_on(tmp_path: Path
     monkeypatch.setattr(gitmod, "GIT_TIMEOUT", 300.0)
     undone = leaf("undo", "--workdir", str(repo), "--force")
     assert undone.exit_code == 0, undone.stderr
+    saved = sh(repo, "git for-each-ref --format='%(refname)' refs/leaf/saved/").split()  # --force keeps a copy
+    assert saved and "huge.bin" in sh(repo, f"git ls-tree --name-only {saved[0]}")
+    for ref in saved:
+        sh(repo, f"git update-ref -d {ref}")
     assert fingerprint(repo) == before
     again = leaf("fix", "--json", "--workdir", str(repo), "--model", script(tmp_path / "t.jsonl", {"content": "x"}),
                  "--sandbox", "none", "t")
@@ -65,7 +69,8 @@ def test_stale_lock_left_by_a_killed_leaf_is_cleared(tmp_path: Path, decoy: dict
     for cache in (state / "store").glob("*/leaf-index-*"):
         cache.with_name(cache.name + ".lock").write_bytes(b"")  # as git leaves it when killed mid-write
     assert locks(state)
-    for args in ((), ("--force",)):
+    run_id = list_runs(repo)[0].run_id
+    for args in ((), (run_id, "--force")):  # once undone, only a named run is undone again (issue 25)
         result = leaf("undo", "--workdir", str(repo), *args)
         assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
     assert fingerprint(repo) == before
@@ -83,7 +88,7 @@ def test_commit_message_drops_the_answers_terminal_sequences(git_repo: Path, tmp
                   {"content": answer})
     code, out = fix_json(git_repo, spec, "--sandbox", "none", "task")
     assert code == 0 and "\x1b]0;" in out["messages"][-1]["content"]  # the answer did carry them
-    monkeypatch.setattr(fix_review, "ask_text", lambda _c, _label, default: default)
+    monkeypatch.setattr(fix_review, "ask_text", lambda _c, _label, default, **_kw: default)
     run = list_runs(git_repo)[0]
     fix_review._apply(Console(file=io.StringIO()), "commit", run, out["patch"], answer, "task")
     message = sh(git_repo, "git log -1 --format=%B")

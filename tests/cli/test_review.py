@@ -29,7 +29,7 @@ def test_prompts_show_their_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("builtins.input", lambda *_a: "k")
     con, buffer = console()
     assert ui.ask_review(con) == "keep"
-    assert "[k]eep, [u]ndo, [c]ommit, move to a [b]ranch" in buffer.getvalue()
+    assert "Keep the changes? [k] yes, [u]ndo, [c]ommit, move to a [b]ranch" in buffer.getvalue()
     monkeypatch.setattr("builtins.input", lambda *_a: "a")
     con, buffer = console()
     call = ToolCall(id="1", name="Bash", arguments={"command": "ls \x1b[8mhidden"})
@@ -44,7 +44,7 @@ def test_draft_message_keeps_the_whole_subject_and_the_answer_as_body() -> None:
     message = draft_message(answer, "task")
     subject, _, body = message.partition("\n\n")
     assert subject == answer.splitlines()[0] and "..." not in subject
-    assert body == answer
+    assert body == "Also added a regression test."  # the subject is not said again in the body
     assert draft_message("", "Fix the parser\nmore") == "Fix the parser"
 
 
@@ -57,7 +57,7 @@ def finished_run(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path,
     (git_repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     patch = lifecycle.finish_run(run, "final_answer")
     lifecycle.release_run(run)
-    monkeypatch.setattr(fix_review, "ask_text", lambda _c, _label, default: default)
+    monkeypatch.setattr(fix_review, "ask_text", lambda _c, _label, default, **_kw: default)
     return git_repo, run, patch
 
 
@@ -78,7 +78,7 @@ def test_branch_choice_keeps_the_branch_and_restores_this_one(finished_run: tupl
     repo, run, patch = finished_run
     con, buffer = console()
     fix_review._apply(con, "branch", run, patch, "Make add return the sum", "task")
-    name = f"leaf/{run.run_id}"  # type: ignore[attr-defined]
+    name = "leaf/fix-t"  # from the run's title, "t"
     assert f"Moved to branch {name}" in buffer.getvalue()
     assert "a + b" in sh(repo, f"git show {name}:calc.py") and "a - b" in (repo / "calc.py").read_text()
     again = leaf("undo", "--workdir", str(repo), "--force")
