@@ -134,6 +134,9 @@ def test_each_choice_then_undo_twice(git_repo: Path, tmp_path: Path, monkeypatch
         assert sh(git_repo, f"git rev-parse refs/leaf/undone/{run_b}").strip()
     third = leaf("undo", "--workdir", str(git_repo))
     assert third.exit_code == 2 and "nothing left to undo" in third.stderr
+    # Every reflog entry leaf's reviews and undos left says what made it (none with an empty message).
+    entries = sh(git_repo, "git reflog show --all --format=%gd%x09%gs").splitlines()
+    assert entries and all(line.split("\t", 1)[1].strip() for line in entries), entries
 
 
 def test_a_declined_call_tells_the_agent_why(git_repo: Path, tmp_path: Path) -> None:
