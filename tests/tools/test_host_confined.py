@@ -44,16 +44,23 @@ def _confined_tree(root: Path, outside: Path) -> None:
     (root / "out").symlink_to(outside.parent)
 
 
-def test_confined_host_observations_equal_the_in_process_ones(tmp_path: Path) -> None:
+def _in_process(tmp_path: Path) -> tuple[Path, list, list, object]:
+    """The tree, the calls, what the confined tools observe in leaf's own process and the layout they leave;
+    the tree is then laid anew for the host under test."""
     root, outside = tmp_path / "repo", tmp_path / "outside.txt"
     outside.write_text("outside the tree\n", encoding="utf-8")
     calls = _calls_with_links(root.resolve(), outside)
     _confined_tree(root, outside)
     expected = _observe(Workspace(root), calls)
     after = _layout(root)
+    _confined_tree(root, outside)
+    return root, calls, expected, after
+
+
+def test_confined_host_observations_equal_the_in_process_ones(tmp_path: Path) -> None:
+    root, calls, expected, after = _in_process(tmp_path)
     assert any(t.startswith("PermissionError: ") for t, _ in expected)
     assert not any("outside the tree" in t for t, _ in expected)
-    _confined_tree(root, outside)
     host = ToolHost(host_argv(root, confined=True), env=host_env(), cwd=root)
     assert _observe(Workspace(root, file_host=host), calls) == expected
     assert _layout(root) == after
@@ -61,12 +68,7 @@ def test_confined_host_observations_equal_the_in_process_ones(tmp_path: Path) ->
 
 @needs_bwrap
 def test_fix_sandbox_host_observations_equal_the_in_process_ones(tmp_path: Path) -> None:
-    root, outside = tmp_path / "repo", tmp_path / "outside.txt"
-    outside.write_text("outside the tree\n", encoding="utf-8")
-    calls = _calls_with_links(root.resolve(), outside)
-    _confined_tree(root, outside)
-    expected = _observe(Workspace(root), calls)
-    _confined_tree(root, outside)
+    root, calls, expected, _after = _in_process(tmp_path)
     box = open_sandbox("bwrap", root, root, tmp_path / "state")
     try:
         host = box.file_host(root.resolve(), str(tmp_path))
