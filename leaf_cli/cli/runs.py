@@ -104,6 +104,8 @@ def report_lines(report: object) -> list[str]:
              for name, sha in getattr(report, "dropped", [])]
     lines += [f"Moved aside {plain(src)} (the run made it; leaf does not delete what it did not record): now {plain(dst)}"
               for src, dst in getattr(report, "moved", [])]
+    lines += [f"Removed {plain(rel)} (the run made it in a folder ignored at the start)."
+              for rel in getattr(report, "removed_ignored", [])]
     lines += [f"Not made again: {plain(rel)} (a socket or device; leaf cannot recreate one)"
               for rel in getattr(report, "not_recreated", [])]
     return lines
