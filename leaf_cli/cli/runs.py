@@ -174,6 +174,8 @@ def report_lines(report: Any) -> list[str]:
              for name, sha in report.dropped]
     lines += [f"Moved aside {plain(src)} (the run made it; leaf does not delete what it did not record): now {plain(dst)}"
               for src, dst in report.moved]
+    lines += [f"Removed {plain(rel)} (the run made it in a folder ignored at the start)."
+              for rel in report.removed_ignored]
     lines += [f"Not made again: {plain(rel)} (a socket or device; leaf cannot recreate one)"
               for rel in report.not_recreated]
     return lines

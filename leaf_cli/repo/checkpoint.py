@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from leaf_cli.repo import gitmeta, worktree
+from leaf_cli.repo import gitmeta, ignored as ignored_names, worktree
 from leaf_cli.repo.git import GitError, git, out
 from leaf_cli.repo.snapshot import RecordError, snapshot, tree_env
 from leaf_cli.repo.store import copy_objects, ensure_store
@@ -140,6 +140,7 @@ def record(top: Path, store: Path, meta_dir: Path) -> RepoState:
         nested.append((rel, inner))
 
     found = walk(str(top), lambda rel: rel in skip or rel + "/" in skip, on_repo=on_repo)
+    ignored_names.record(top, ignored, meta_dir)  # names only: what the run makes in `build/` can go at undo
     git_data, stores = _save_git_dirs(top, store, meta_dir, [p for _rel, p in nested], fmt, git_data, stores)
     worktree_tree = snapshot(top, store, found, object_format=fmt, strict=True)
     env = tree_env(store, top, meta_dir / "unused-index")

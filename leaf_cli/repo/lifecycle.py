@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
+from leaf_cli.repo import ignored
 from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, record
 from leaf_cli.repo.git import work_tree_root
 from leaf_cli.repo.lock import RepoLock, is_held, lock_path
@@ -75,9 +76,12 @@ def _patch(run: RunRecord) -> tuple[Patch, str]:
     top, store = Path(run.top), Path(run.store)
     found = current_walk(top, run.before)
     after_tree = current_tree(top, store, run.before, found)
+    meta = Path(run.before.meta_dir) if run.before.meta_dir else None
+    in_ignored = tuple(ignored.review_notes(ignored.compare(top, meta)))
     patch = make_patch(top, store, run.before.worktree_tree, after_tree, object_format=run.before.object_format,
                        found=found, recorded_repos=frozenset(n.root for n in run.before.nested)
-                       | frozenset(p.rel[:-5] for p in run.before.pointers if p.rel.endswith("/.git")))
+                       | frozenset(p.rel[:-5] for p in run.before.pointers if p.rel.endswith("/.git")),
+                       more_notes=in_ignored)
     return patch, after_tree
 
 

@@ -45,7 +45,7 @@ def changed_paths(top: Path, store: Path, old: str, new: str) -> list[tuple[str,
 
 def make_patch(top: Path, store: Path, old: str, new: str, *, object_format: str = "sha1",
                found: Walk | None = None, recorded_repos: frozenset[str] = frozenset(),
-               limit: int = PATCH_FILE_LIMIT) -> Patch:
+               limit: int = PATCH_FILE_LIMIT, more_notes: tuple[str, ...] = ()) -> Patch:
     """The binary-safe patch and `--stat` from `old` to `new`, large and special files named, not shown."""
     changes = changed_paths(top, store, old, new)
     sizes = _sizes(top, store, [c[i] for c in changes for i in (2, 3) if c[i - 2] not in (_NONE, GITLINK)])
@@ -69,6 +69,7 @@ def make_patch(top: Path, store: Path, old: str, new: str, *, object_format: str
         notes += [f"{rel}/: a git dir (a moved .git?); undo moves it aside" for rel in found.git_dirs]
         notes += [f"{rel}/.git: a repository the run made; undo moves its .git aside" for rel in found.repos
                   if rel not in recorded_repos]
+    notes += more_notes
     header = "".join(f"# leaf: not in this patch (undo still restores it): {n}\n" for n in notes)
     return Patch(text=header + text, stat=stat, left_out=notes)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.repo import gitmeta, safefs, worktree
+from leaf_cli.repo import gitmeta, ignored, safefs, worktree
 from leaf_cli.repo.checkpoint import RepoState, current_tree, current_walk, tree_env
 from leaf_cli.repo.git import GitError, git
 from leaf_cli.repo.refs import read_refs
@@ -35,6 +35,8 @@ class RestoreReport:
     """What undo would not delete and moved aside: (where it was, where it is now)."""
     not_recreated: list[str] = field(default_factory=list)
     """Sockets and devices the checkpoint had: leaf cannot make them again."""
+    removed_ignored: list[str] = field(default_factory=list)
+    """What the run made in folders ignored at the start, removed (a folder ends with '/')."""
 
 
 def restore(top: Path, store: Path, state: RepoState, keep_refs: tuple[str, ...] = (),
@@ -62,7 +64,9 @@ def restore(top: Path, store: Path, state: RepoState, keep_refs: tuple[str, ...]
     for name, sha in kept.items():  # made by leaf's review for the user (a new branch): theirs now
         git(top_path, "update-ref", "-m", "leaf undo: kept, made by leaf's review", name, sha,
             env={"GIT_DIR": state.git_dir})
-    extras = worktree.load(Path(state.meta_dir) if state.meta_dir else None)
+    meta = Path(state.meta_dir) if state.meta_dir else None
+    report.removed_ignored = ignored.remove_created(top_path, meta, aside)  # after the git dirs: none is in reach
+    extras = worktree.load(meta)
     report.not_recreated = _restore_files(top_path, store, state, extras)
     _refresh_indexes(top_path, store, state)
     now_tree = current_tree(top_path, store, state)
