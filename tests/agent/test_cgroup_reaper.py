@@ -1,5 +1,5 @@
-"""Without a sandbox, a fork-and-exit chain (a new session each generation) outruns the reaper's scans of
-/proc; the run's cgroup ends it. Real processes, the real Bash tool, the real cgroup v2 hierarchy (skipped
+"""Without a sandbox, a fork-and-exit chain (a new session each generation) escapes the session kill and can
+outrun the reaper's scans of /proc; the run's cgroup ends it. Real processes, the real Bash tool, the real cgroup v2 hierarchy (skipped
 where leaf cannot make a cgroup here, and then the warning says so: that test always runs)."""
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ from leaf_cli.llm.messages import ToolCall
 from leaf_cli.tools import Workspace, run_tool_call
 
 # Each generation forks, the parent exits at once, the child takes a new session, leaves a mark and goes on.
-# In C: a generation then lives some tens of microseconds, less than one of the reaper's scans takes, so a
-# scan finds it and the signal lands on a process already gone. It stops by itself when `stop` exists, so
-# a failing test leaves nothing burning the CPU.
+# It stops by itself when `stop` exists, so a failing test leaves nothing burning the CPU. A generation waits
+# 10 ms: at full speed (tens of microseconds a generation, faster than one of the reaper's scans) every exited
+# parent is a zombie until its subreaper or init reaps it, and a CI run saw the 32,768 pids of the machine
+# exhausted, failing the other worker's tests. What these tests show does not depend on the speed: a new
+# session each generation escapes the session kill, and the cgroup's kill ends the chain at any speed.
 CHAIN_C = r"""
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
         int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT, 0600);
         write(fd, "x", 1);
         close(fd);
+        usleep(10000);
     }
 }
 """
