@@ -23,7 +23,8 @@ EXAMPLES = ROOT / "docs" / "examples"
 DOCS = [ROOT / "README.md", ROOT / "training" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 runner = CliRunner()
 OTHER_PROGRAMS = {"--no-cache-dir": "pip", "--no-mtp": "llama.cpp's convert_hf_to_gguf.py",
-                  "--max-num-seqs": "vllm serve", "--reject": "git apply", "--no-header": "pytest"}
+                  "--max-num-seqs": "vllm serve", "--reject": "git apply", "--no-header": "pytest",
+                  "--shape": "bench/bench_4b.py", "--threads": "bench/bench_4b.py"}
 """Flags the docs name alone in prose that belong to another program, each with the program."""
 
 

@@ -94,7 +94,10 @@ from leaf_cli.repo.patch import make_patch
 repo, store, saved = (Path(a) for a in sys.argv[1:4])
 state = RepoState.model_validate_json(saved.read_text())
 patch = make_patch(repo, store, state.worktree_tree, current_tree(repo, store, state))
-print(json.dumps({"patch": patch.text, "self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a probe started by a big pytest worker
+# (one that ran the learning run) would report the worker's peak, not its own.
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"patch": patch.text, "self": peak,
                   "git": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 """
 
