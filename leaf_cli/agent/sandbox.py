@@ -18,6 +18,7 @@ they walk each path beneath the work tree without following a symlink out of it 
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shutil
@@ -28,12 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from leaf_cli.agent.cgroup import RunCgroup
 from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tools.bwrap import PRIVATE_TMP
+from leaf_cli.tools.bwrap import PRIVATE_TMP, lost_cover
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
@@ -66,6 +67,9 @@ def no_sandbox_warning(state: Path, cgroup: bool) -> str:
 
 SHELL_START_TIMEOUT = 15.0
 """Seconds the episode's sandbox gets to start its command server."""
+START_TRIES = 3
+"""Starts of the episode's bwrap, each from a fresh listing of the host's sockets, while the last one failed
+because a socket it covered was dropped in between (another process's server ending)."""
 
 
 @dataclass
@@ -73,14 +77,19 @@ class AgentSandbox:
     """What Workspace needs (`prefix`) and what to clean up when the episode ends (`end_episode`, `close`).
 
     With bubblewrap, `holder` is the episode's one bwrap, running the command server; `prefix` is then the
-    client that hands each command to it (sandbox_shell.py). `tool_prefix` runs a program inside a sandbox
-    with the same binds (the bwrap or Seatbelt argv itself): the file tools' host runs under it.
+    client that hands each command to it (sandbox_shell.py). `fresh` builds that bwrap's argv anew for each
+    process started in it (the holder, the file tools' host), since the host's sockets it covers are listed
+    as it is built: a listing kept from the sandbox's opening names sockets dropped since, which bwrap
+    cannot mount over (it then does not start), and misses those bound since (they would stay reachable).
+    `tool_prefix` (Seatbelt) runs a program inside a sandbox with the same rules: the file tools' host.
     """
 
     kind: str
     prefix: list[str] = field(default_factory=list)
     tmp_dir: Path | None = None
-    holder_argv: list[str] = field(default_factory=list)
+    fresh: Callable[[], list[str]] | None = None
+    server: list[str] = field(default_factory=list)
+    """bwrap: the command server's argv, run inside `fresh()`'s sandbox."""
     env: dict[str, str] | None = None
     holder: subprocess.Popen[bytes] | None = None
     home: PrivateHome | None = None
@@ -92,9 +101,18 @@ class AgentSandbox:
         tools run in leaf's process, beneath the tree). Confined (`leaf fix`): the observations are `leaf
         fix`'s own, and a path outside the tree is refused before the sandbox would stop it; unconfined
         (`leaf eval`'s attempts): any path, as FrogNano's harness took it."""
-        if not self.tool_prefix:
+        tail = host_argv(root, confined=confined)
+        if self.fresh is not None:
+            fresh = self.fresh
+
+            def build() -> list[str]:
+                return [*fresh(), *tail]
+
+            host = ToolHost(build(), env=host_env(home), cwd=root, rebuild=build)
+        elif self.tool_prefix:
+            host = ToolHost([*self.tool_prefix, *tail], env=host_env(home), cwd=root)
+        else:
             return None
-        host = ToolHost([*self.tool_prefix, *host_argv(root, confined=confined)], env=host_env(home), cwd=root)
         self.hosts.append(host)
         return host
     cgroup: RunCgroup | None = None
@@ -105,30 +123,52 @@ class AgentSandbox:
     """What the command server reported of its Landlock scoping when it started."""
 
     def start(self) -> "AgentSandbox":
-        """Start the episode's sandbox (its pid namespace and command server)."""
-        if not self.holder_argv or self.control is None:
+        """Start the episode's sandbox (its pid namespace and command server), from a fresh listing of the
+        host's sockets, again (up to START_TRIES) while a start fails because one it covered was dropped."""
+        if self.fresh is None or self.control is None:
             return self
+        for _ in range(START_TRIES):
+            argv = self.fresh()
+            said, reason = self._launch(argv)
+            if said.startswith("ready"):
+                self.scope = said.removeprefix("ready").strip()
+                return self
+            self._stop_holder()
+            if not lost_cover(argv, reason):
+                break  # not the listing's race: another start would fail the same way
+        raise InfraError(f"the bwrap sandbox did not start{reason}; pass --sandbox none to run the agent's "
+                         "commands without one", "sandbox")
+
+    def _launch(self, argv: list[str]) -> tuple[str, str]:
+        """Start the holder under `argv`: what its server said on the ready pipe, and why it did not start
+        (`: bwrap's last stderr line`, or the wait that ran out) for the error line."""
+        assert self.control is not None
         self.control.mkdir(mode=0o700, exist_ok=True)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         ready_read, ready_write = os.pipe()
-        try:
-            (self.control / "sock").unlink(missing_ok=True)
-            listener.bind(str(self.control / "sock"))
-            listener.listen(64)
-            argv = [*self.holder_argv, str(listener.fileno()), str(ready_write)]
-            self.holder = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True,
-                                           pass_fds=(listener.fileno(), ready_write))
-        finally:
-            listener.close()  # the server holds it now; the path stays bound for the clients
-            os.close(ready_write)
-        said = _read_ready(ready_read, time.monotonic() + SHELL_START_TIMEOUT)
-        if not said.startswith("ready"):
-            self._stop_holder()
-            raise InfraError("the bwrap sandbox did not start (is bubblewrap allowed to create namespaces "
-                             "here?); pass --sandbox none to run the agent's commands without one", "sandbox")
-        self.scope = said.removeprefix("ready").strip()
-        return self
+        with tempfile.TemporaryFile() as errors:  # bwrap's own reason, when it does not start
+            try:
+                (self.control / "sock").unlink(missing_ok=True)
+                listener.bind(str(self.control / "sock"))
+                listener.listen(64)
+                self.holder = subprocess.Popen([*argv, *self.server, str(listener.fileno()), str(ready_write)],
+                                               env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                               stderr=errors, start_new_session=True,
+                                               pass_fds=(listener.fileno(), ready_write))
+            except BaseException:
+                os.close(ready_read)
+                raise
+            finally:
+                listener.close()  # the server holds it now; the path stays bound for the clients
+                os.close(ready_write)
+            said, ended = _read_ready(ready_read, time.monotonic() + SHELL_START_TIMEOUT)
+            if said.startswith("ready"):
+                return said, ""
+            if not ended:
+                return said, f" within {SHELL_START_TIMEOUT:g} s (its command server never said it was ready)"
+            errors.seek(0)
+            lines = errors.read()[-4096:].decode(errors="replace").strip().splitlines()
+        return said, f": {lines[-1].strip()}" if lines else " (is bubblewrap allowed to create namespaces here?)"
 
     def end_episode(self) -> None:
         """Kill every process of the episode (the whole pid namespace, or the run's cgroup, and the file tools'
@@ -140,7 +180,7 @@ class AgentSandbox:
 
     def ensure_started(self) -> None:
         """Before an episode: the sandbox's command server is running (started again after `end_episode`)."""
-        if self.holder is None and self.holder_argv:
+        if self.holder is None and self.fresh is not None:
             self.start()
 
     def close(self) -> None:
@@ -171,20 +211,22 @@ class AgentSandbox:
             shutil.rmtree(self.control, ignore_errors=True)
 
 
-def _read_ready(fd: int, deadline: float) -> str:
-    """What the server wrote on its ready pipe before `deadline` ("" on EOF: the sandbox died first)."""
-    said = b""
+def _read_ready(fd: int, deadline: float) -> tuple[str, bool]:
+    """What the server wrote on its ready pipe before `deadline`, and whether the pipe ended (EOF: the
+    sandbox died before it said anything more) rather than the wait."""
+    said, ended = b"", False
     try:
         while not said.endswith(b"\n") and (left := deadline - time.monotonic()) > 0:
             if not select.select([fd], [], [], left)[0]:
                 break
             chunk = os.read(fd, 256)
             if not chunk:
+                ended = True
                 break
             said += chunk
     finally:
         os.close(fd)
-    return said.decode(errors="replace")
+    return said.decode(errors="replace"), ended
 
 
 STOP_TIMEOUT = 5.0
@@ -268,9 +310,9 @@ def open_sandbox(kind: str, top: Path, cwd: Path, state_root: Path, *, network: 
                 home.capture_login(bwrap_argv(exe, cwd=home.home, writable=[], hidden=hidden,
                                               home=home.bwrap_args(startup=True)), env)
             # leaf's own package is bound back for the file tools' host (a checkout under /tmp is hidden otherwise)
-            sandbox = bwrap_argv(exe, cwd=cwd.resolve(), writable=writable, readonly=[leaf_root()], network=network,
-                                 tmp_dir=tmp_dir, protect=protect, hidden=hidden,
-                                 home=home.bwrap_args() if home else ())
+            sandbox = functools.partial(bwrap_argv, exe, cwd=cwd.resolve(), writable=writable, readonly=[leaf_root()],
+                                        network=network, tmp_dir=tmp_dir, protect=protect, hidden=hidden,
+                                        home=home.bwrap_args() if home else ())
             return with_shell(sandbox, tmp_dir, env, home)
         except BaseException:
             if home is not None:
@@ -292,11 +334,12 @@ def unsandboxed() -> AgentSandbox:
     return AgentSandbox("none", group.prefix() if group else [], cgroup=group)
 
 
-def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
+def with_shell(sandbox: Callable[[], list[str]], tmp_dir: Path, env: dict[str, str] | None,
                home: PrivateHome | None = None) -> AgentSandbox:
     """The episode's bwrap running the command server, and the client argv each command runs through.
 
-    `sandbox` is a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp; `env` is the holder's own
+    `sandbox` builds a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp, anew for each bwrap started
+    (the host's sockets are listed as it is built: `AgentSandbox.fresh`); `env` is the holder's own
     environment (visible inside through /proc, so never leaf's secrets). `leaf fix` and `leaf eval`'s
     attempts (tasks/attempt.py) both run their Bash calls through this one mechanism."""
     from leaf_cli.agent import sandbox_shell
@@ -306,10 +349,10 @@ def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
     (shell_dir / "shell.py").write_text(Path(sandbox_shell.__file__).read_text())
     # The socket's folder is the host's, never the agent's /tmp: a name there can be swapped for a symlink.
     control = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-ctl-"))
-    holder = [*_hiding(sandbox, control), sys.executable, "-I", "-S", f"{PRIVATE_TMP}/.leaf/shell.py", "serve"]
+    server = [sys.executable, "-I", "-S", f"{PRIVATE_TMP}/.leaf/shell.py", "serve"]
     client = [sys.executable, "-I", "-S", sandbox_shell.__file__, "client", str(control / "sock"), "--"]
-    return AgentSandbox("bwrap", client, tmp_dir, holder_argv=holder, env=env, control=control, home=home,
-                        tool_prefix=_hiding(sandbox, control)).start()
+    return AgentSandbox("bwrap", client, tmp_dir, fresh=lambda: _hiding(sandbox(), control), server=server, env=env,
+                        control=control, home=home).start()
 
 
 def _hiding(sandbox: list[str], control: Path) -> list[str]:

@@ -5,6 +5,7 @@ of the image (`image.py`)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -97,7 +98,8 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     # call and the file tools see the attempt's one /tmp, as in that container.
     box["readonly"] = [*box["readonly"], leaf_root()]  # the file tools' host imports leaf itself
     if not isinstance(sandbox, BwrapSandbox) or ws.tmp is None:
-        host = ToolHost(sandbox.wrap(host_argv(ws.root), **box), env=host_env(str(ws.home)), cwd=ws.root)
+        build = functools.partial(sandbox.wrap, host_argv(ws.root), **box)  # anew per start: bwrap lists sockets
+        host = ToolHost(build(), env=host_env(str(ws.home)), cwd=ws.root, rebuild=build)
         return Workspace(root=ws.root, env=variables, bash_prefix=sandbox.wrap([], **box), confined=False,
                          file_host=host)
     # bwrap: one sandbox (one pid namespace) for the whole episode, as FrogNano's one container was, so a
@@ -106,7 +108,7 @@ def agent_workspace(ws: AttemptWorkspace, env: Environment, sandbox: Sandbox) ->
     # inside. The file tools' host is `leaf fix`'s too (AgentSandbox.file_host, unconfined here): a bwrap of
     # its own with the same binds (it talks over stdin, which the command server does not relay), sharing the
     # file system, /tmp included, which is what it needs.
-    shell = with_shell(sandbox.wrap([], **box), ws.tmp, variables)
+    shell = with_shell(functools.partial(sandbox.wrap, [], **box), ws.tmp, variables)
     host = shell.file_host(ws.root, str(ws.home), confined=False)
     workspace = Workspace(root=ws.root, env=variables, bash_prefix=shell.prefix, confined=False, file_host=host)
     workspace.jobs.on_close.append(lambda _sessions: shell.end_episode())

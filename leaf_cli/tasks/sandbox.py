@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.proc import RunResult, run_process
-from leaf_cli.tools.bwrap import bwrap_argv
+from leaf_cli.tools.bwrap import bwrap_argv, lost_cover
 
 if TYPE_CHECKING:
     from leaf_cli.tasks.task import Task
@@ -119,6 +119,22 @@ class BwrapSandbox(HostPathSandbox):
              network: bool = False, tmp: Path | None = None) -> list[str]:
         return [*bwrap_argv("bwrap", cwd=cwd, writable=writable, readonly=readonly, network=network, tmp_dir=tmp),
                 *argv]
+
+    def run(self, argv: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
+            writable: list[Path], readonly: list[Path] = (), network: bool = False) -> RunResult:
+        """As a plain run, but again from a fresh argv while bwrap did not start because a host socket it was to
+        cover was dropped after the listing (the command never ran: running it again is its first run)."""
+        for _ in range(BWRAP_TRIES):
+            wrapped = self.wrap(argv, cwd=cwd, writable=writable, readonly=readonly, network=network)
+            result = run_process(wrapped, cwd=cwd, timeout=timeout, env=env)
+            said = result.stderr[:4096].partition("\n")[0]  # bwrap's one line, when it is bwrap that failed
+            if result.returncode != 1 or not said.startswith("bwrap: ") or not lost_cover(wrapped, said):
+                break
+        return result
+
+
+BWRAP_TRIES = 3
+"""Runs of one command while bwrap's start lost the race with a host socket's end (`lost_cover`)."""
 
 
 def _copy(src: Path, dest: Path) -> None:

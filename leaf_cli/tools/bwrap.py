@@ -29,6 +29,7 @@ def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Seque
     `hidden` paths are covered last: a folder by an empty tmpfs, a file by /dev/null. `home` are the bwrap
     arguments that mount the private home (agent/sandbox_home.py), before everything bound into it.
     The host's sockets are out of reach (`host_socket_cover`): a read-only bind does not stop `connect`.
+    They are listed as this argv is built, so build it anew for each bwrap started (`vanished_covers`).
 
     The running interpreter (and its venv) is bound back when it lives under /tmp: environments are venvs
     whose `python` links to it, and the private /tmp would hide it.
@@ -73,6 +74,21 @@ def host_socket_cover(keep: Sequence[Path], network: bool) -> list[str]:
         if not any(path.is_relative_to(p) for p in (PRIVATE_TMP, *RUN_DIRS, *keep)):
             args += ["--ro-bind", "/dev/null", str(path)]
     return args
+
+
+def vanished_covers(argv: Sequence[str]) -> list[str]:
+    """The paths bwrap `argv` binds /dev/null over that are gone now. bwrap cannot mount on a missing path (the
+    root is read-only, so it cannot make the file: "Can't create file at PATH"), so an argv whose listing
+    named a socket that was dropped before bwrap's mounts fails to start; a fresh `bwrap_argv` lists again."""
+    options = list(argv[:argv.index("--")] if "--" in argv else argv)
+    return [options[i + 2] for i in range(len(options) - 2)
+            if options[i] == "--ro-bind" and options[i + 1] == "/dev/null" and not os.path.lexists(options[i + 2])]
+
+
+def lost_cover(argv: Sequence[str], error: str) -> bool:
+    """Whether bwrap `argv` failed to start (its stderr `error`) on a cover whose path is gone now: the
+    race of a socket dropped between the listing and bwrap's mounts, which a fresh argv does not repeat."""
+    return any(path in error for path in vanished_covers(argv))
 
 
 def listening_sockets() -> list[Path]:

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 import leaf_cli
 from leaf_cli.tools import texts
@@ -80,8 +80,11 @@ def host_env(home: str | None = None) -> dict[str, str]:
 class ToolHost:
     """One episode's file-tool process: started lazily, restarted after a failure, ended by `close`."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = CALL_TIMEOUT) -> None:
+    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = CALL_TIMEOUT,
+                 rebuild: Callable[[], list[str]] | None = None) -> None:
+        """`rebuild` makes `argv` anew for each start (a bwrap argv covers the host's sockets as listed then)."""
         self.argv, self.env, self.cwd, self.timeout = list(argv), dict(env), Path(cwd), timeout
+        self._rebuild = rebuild
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._buffer = b""
@@ -127,6 +130,8 @@ class ToolHost:
 
     def _start(self) -> subprocess.Popen[bytes]:
         self._stop()
+        if self._rebuild is not None:
+            self.argv = self._rebuild()
         self._stderr = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
