@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 from leaf_cli.agent.cgroup import RunCgroup
 from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tools.bwrap import PRIVATE_TMP, lost_cover
+from leaf_cli.tools.bwrap import PRIVATE_TMP, lost_cover, without_vanished
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 
 SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
@@ -67,9 +67,10 @@ def no_sandbox_warning(state: Path, cgroup: bool) -> str:
 
 SHELL_START_TIMEOUT = 15.0
 """Seconds the episode's sandbox gets to start its command server."""
-START_TRIES = 3
-"""Starts of the episode's bwrap, each from a fresh listing of the host's sockets, while the last one failed
-because a socket it covered was dropped in between (another process's server ending)."""
+START_TRIES = 5
+"""Starts of the episode's bwrap while the last one failed because a socket it was to cover was dropped
+between the listing and bwrap's mounts (another process's server ending): each leaves out the covers of
+paths gone by then, so only a socket of the same listing dropped during the next start fails that one."""
 
 
 @dataclass
@@ -123,12 +124,12 @@ class AgentSandbox:
     """What the command server reported of its Landlock scoping when it started."""
 
     def start(self) -> "AgentSandbox":
-        """Start the episode's sandbox (its pid namespace and command server), from a fresh listing of the
-        host's sockets, again (up to START_TRIES) while a start fails because one it covered was dropped."""
+        """Start the episode's sandbox (its pid namespace and command server) from a fresh listing of the
+        host's sockets; again, less the covers of sockets gone since, while bwrap failed on one of those."""
         if self.fresh is None or self.control is None:
             return self
+        argv = self.fresh()
         for _ in range(START_TRIES):
-            argv = self.fresh()
             said, reason = self._launch(argv)
             if said.startswith("ready"):
                 self.scope = said.removeprefix("ready").strip()
@@ -136,6 +137,7 @@ class AgentSandbox:
             self._stop_holder()
             if not lost_cover(argv, reason):
                 break  # not the listing's race: another start would fail the same way
+            argv = without_vanished(argv)
         raise InfraError(f"the bwrap sandbox did not start{reason}; pass --sandbox none to run the agent's "
                          "commands without one", "sandbox")
 

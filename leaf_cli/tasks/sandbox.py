@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.proc import RunResult, run_process
-from leaf_cli.tools.bwrap import bwrap_argv, lost_cover
+from leaf_cli.tools.bwrap import bwrap_argv, lost_cover, without_vanished
 
 if TYPE_CHECKING:
     from leaf_cli.tasks.task import Task
@@ -122,18 +122,19 @@ class BwrapSandbox(HostPathSandbox):
 
     def run(self, argv: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
             writable: list[Path], readonly: list[Path] = (), network: bool = False) -> RunResult:
-        """As a plain run, but again from a fresh argv while bwrap did not start because a host socket it was to
-        cover was dropped after the listing (the command never ran: running it again is its first run)."""
+        """As a plain run, but again, less the covers of sockets gone since, while bwrap did not start because a
+        host socket it was to cover was dropped after the listing (the command never ran: this is its first run)."""
+        wrapped = self.wrap(argv, cwd=cwd, writable=writable, readonly=readonly, network=network)
         for _ in range(BWRAP_TRIES):
-            wrapped = self.wrap(argv, cwd=cwd, writable=writable, readonly=readonly, network=network)
             result = run_process(wrapped, cwd=cwd, timeout=timeout, env=env)
             said = result.stderr[:4096].partition("\n")[0]  # bwrap's one line, when it is bwrap that failed
             if result.returncode != 1 or not said.startswith("bwrap: ") or not lost_cover(wrapped, said):
                 break
+            wrapped = without_vanished(wrapped)
         return result
 
 
-BWRAP_TRIES = 3
+BWRAP_TRIES = 5
 """Runs of one command while bwrap's start lost the race with a host socket's end (`lost_cover`)."""
 
 

@@ -29,7 +29,7 @@ def bwrap_argv(exe: str, *, cwd: Path, writable: Sequence[Path], readonly: Seque
     `hidden` paths are covered last: a folder by an empty tmpfs, a file by /dev/null. `home` are the bwrap
     arguments that mount the private home (agent/sandbox_home.py), before everything bound into it.
     The host's sockets are out of reach (`host_socket_cover`): a read-only bind does not stop `connect`.
-    They are listed as this argv is built, so build it anew for each bwrap started (`vanished_covers`).
+    They are listed as this argv is built, so build it anew for each bwrap started (`lost_cover`).
 
     The running interpreter (and its venv) is bound back when it lives under /tmp: environments are venvs
     whose `python` links to it, and the private /tmp would hide it.
@@ -76,19 +76,26 @@ def host_socket_cover(keep: Sequence[Path], network: bool) -> list[str]:
     return args
 
 
-def vanished_covers(argv: Sequence[str]) -> list[str]:
-    """The paths bwrap `argv` binds /dev/null over that are gone now. bwrap cannot mount on a missing path (the
-    root is read-only, so it cannot make the file: "Can't create file at PATH"), so an argv whose listing
-    named a socket that was dropped before bwrap's mounts fails to start; a fresh `bwrap_argv` lists again."""
-    options = list(argv[:argv.index("--")] if "--" in argv else argv)
-    return [options[i + 2] for i in range(len(options) - 2)
-            if options[i] == "--ro-bind" and options[i + 1] == "/dev/null" and not os.path.lexists(options[i + 2])]
-
-
 def lost_cover(argv: Sequence[str], error: str) -> bool:
-    """Whether bwrap `argv` failed to start (its stderr `error`) on a cover whose path is gone now: the
-    race of a socket dropped between the listing and bwrap's mounts, which a fresh argv does not repeat."""
-    return any(path in error for path in vanished_covers(argv))
+    """Whether bwrap `argv` failed (`error`: its stderr line) on one of its /dev/null covers. bwrap cannot
+    mount on a missing path (the root is read-only, so it cannot make the file: "Can't create file at
+    PATH"), which is what a socket listed for `argv` and dropped before bwrap's mounts leads to."""
+    return any(path in error for _, path in _covers(argv))
+
+
+def without_vanished(argv: Sequence[str]) -> list[str]:
+    """`argv` less its /dev/null covers of paths that are gone now (there is nothing left to hide), every
+    other cover of the same listing kept: the start after `lost_cover`. A fresh listing instead would bring
+    in the sockets bound since, and under churn some of those are dropped before bwrap's mounts again."""
+    gone = {i for i, path in _covers(argv) if not os.path.lexists(path)}
+    return [arg for i, arg in enumerate(argv) if not any(i - g in (0, 1, 2) for g in gone)]
+
+
+def _covers(argv: Sequence[str]) -> list[tuple[int, str]]:
+    """(index of `--ro-bind`, path) of each `--ro-bind /dev/null PATH` among bwrap's options (before `--`)."""
+    options = argv[:list(argv).index("--")] if "--" in argv else argv
+    return [(i, options[i + 2]) for i in range(len(options) - 2)
+            if options[i] == "--ro-bind" and options[i + 1] == "/dev/null"]
 
 
 def listening_sockets() -> list[Path]:

@@ -135,81 +135,99 @@ def test_a_socket_bound_between_episodes_is_covered_in_the_next(work: Path, host
 
 
 class DropBeforeBwrap:
-    """Starts of the command server's bwrap (Popen of an argv ending in `serve FD FD`) with `path`'s socket
-    dropped just before bwrap runs: after the listing the argv came from, before bwrap's mounts."""
+    """Starts of the command server's bwrap (Popen of an argv ending in `serve FD FD`), with the next of
+    `servers`' sockets dropped just before each: after the listing the argv came from, before bwrap's mounts."""
 
-    def __init__(self, sock: socket.socket, path: Path) -> None:
-        self.sock, self.path, self.starts, self.dropped_covered = sock, path, 0, False
+    def __init__(self, servers: list[tuple[socket.socket, Path]]) -> None:
+        self.servers, self.starts, self.covered = list(servers), 0, []
         self._popen = subprocess.Popen
 
     def __call__(self, argv: Any, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
         if isinstance(argv, list) and len(argv) > 3 and argv[-3] == "serve":
             self.starts += 1
-            if self.starts == 1:
-                self.dropped_covered = str(self.path) in argv  # the argv binds /dev/null over it
-                drop(self.sock, self.path)
+            if self.servers:
+                sock, path = self.servers.pop(0)
+                self.covered.append(str(path) in argv)  # the argv binds /dev/null over it
+                drop(sock, path)
         return self._popen(argv, *args, **kwargs)
 
 
-def test_a_socket_dropped_between_the_listing_and_bwrap_is_listed_again(work: Path, host_folder: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_socket_dropped_between_the_listing_and_bwrap_is_left_out_of_the_next_start(
+        work: Path, host_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gone_path, kept_path = host_folder / "gone.sock", host_folder / "kept.sock"
     kept = listen(kept_path)
-    race = DropBeforeBwrap(listen(gone_path), gone_path)
+    race = DropBeforeBwrap([(listen(gone_path), gone_path)])
     monkeypatch.setattr(subprocess, "Popen", race)
     box = open_box(work)
     try:
-        assert race.dropped_covered and not gone_path.exists()  # the race took effect on the first start
-        assert race.starts == 2  # one more start, from a fresh listing
+        assert race.covered == [True] and not gone_path.exists()  # the race took effect on the first start
+        assert race.starts == 2  # one more start, without that cover
         monkeypatch.undo()
         assert reached_from_host(kept_path)
-        inside = bash(box, work, f"python3 probe.py {kept_path}")
+        inside = bash(box, work, f"python3 probe.py {kept_path} {gone_path}")
         assert "reached" not in inside and f"refused {kept_path}" in inside, inside  # still covered after it
     finally:
         box.close()
         drop(kept, kept_path)
 
 
-def test_a_start_that_keeps_failing_says_bwraps_own_reason(work: Path, host_folder: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """A listing that always names a socket gone by bwrap's start: a bounded number of tries, then one line
-    with bwrap's own error in it (before, the line guessed at namespaces)."""
-    never = host_folder / "never-there.sock"
-    listings: list[int] = []
-    real = bwrap_module.listening_sockets
+def test_a_start_that_keeps_losing_the_race_gives_up_saying_why(work: Path, host_folder: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each start loses another socket of the listing: a bounded number of starts, then one line with bwrap's
+    own error in it (before, the line guessed at namespaces)."""
+    from leaf_cli.agent.sandbox import START_TRIES
 
-    def always_stale() -> list[Path]:
-        listings.append(1)
-        return [*real(), never]
-
-    monkeypatch.setattr(bwrap_module, "listening_sockets", always_stale)
+    paths = [host_folder / f"s{i}.sock" for i in range(START_TRIES + 1)]
+    race = DropBeforeBwrap([(listen(path), path) for path in paths])
+    monkeypatch.setattr(subprocess, "Popen", race)
     with pytest.raises(InfraError) as caught:
         open_box(work)
     message = str(caught.value)
-    assert "did not start" in message and f"Can't create file at {never}" in message, message
+    assert race.starts == START_TRIES and all(race.covered), race.covered
+    last = paths[START_TRIES - 1]
+    assert message.startswith("the bwrap sandbox did not start: bwrap: ") and f"at {last}:" in message, message
     assert "\n" not in message and "--sandbox none" in message
-    assert 2 <= len(listings) <= 6  # it listed again, and gave up
+    for sock, path in race.servers:
+        drop(sock, path)
+
+
+def test_a_start_bwrap_refuses_for_another_reason_says_it_at_once(work: Path, host_folder: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    race = DropBeforeBwrap([])  # only counts the starts
+    monkeypatch.setattr(subprocess, "Popen", race)
+    missing = host_folder / "gone-git-dir"  # a linked worktree's git dir that is not there: bwrap cannot bind it
+    with pytest.raises(InfraError) as caught:
+        open_sandbox("bwrap", work, work, work.parent / "state", env=env_for(work), git_dirs=(missing,))
+    message = str(caught.value)
+    assert race.starts == 1  # no socket's race: starting again would fail the same way
+    assert message.startswith("the bwrap sandbox did not start: bwrap: ") and str(missing) in message, message
+    assert "\n" not in message
 
 
 def test_eval_runs_a_command_again_when_its_bwrap_lost_a_socket(tmp_path: Path, host_folder: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Graded tests run one bwrap per command (tasks/sandbox.py): a start that lost the race runs again from a
-    fresh listing, and the command itself runs once."""
-    from leaf_cli.tasks.sandbox import BwrapSandbox
+    """Graded tests run one bwrap per command (tasks/sandbox.py): a start that lost the race runs again
+    without that cover, and the command itself runs once."""
+    from leaf_cli.tasks import sandbox as tasks_sandbox
 
-    gone = host_folder / "gone.sock"
-    real, listings = bwrap_module.listening_sockets, []
+    path = host_folder / "gone.sock"
+    server = listen(path)
+    runs: list[Any] = []
 
-    def stale_once() -> list[Path]:
-        listings.append(1)
-        return [*real(), gone] if len(listings) == 1 else real()
+    def drop_first(argv: list[str], **kwargs: Any) -> Any:
+        if not runs:
+            assert str(path) in argv  # the listing covers it
+            drop(server, path)
+        runs.append(tasks_sandbox_run(argv, **kwargs))
+        return runs[-1]
 
-    monkeypatch.setattr(bwrap_module, "listening_sockets", stale_once)
+    tasks_sandbox_run = tasks_sandbox.run_process
+    monkeypatch.setattr(tasks_sandbox, "run_process", drop_first)
     counter = tmp_path / "runs"
     argv = ["bash", "-c", f"echo ran >> {counter}; echo done"]
-    result = BwrapSandbox().run(argv, cwd=tmp_path, timeout=60, env={"PATH": os.environ["PATH"]},
-                                writable=[tmp_path])
-    assert len(listings) == 2  # the first argv covered the gone socket, and bwrap refused it
+    result = tasks_sandbox.BwrapSandbox().run(argv, cwd=tmp_path, timeout=60, env={"PATH": os.environ["PATH"]},
+                                              writable=[tmp_path])
+    assert len(runs) == 2 and f"Can't create file at {path}" in runs[0].stderr, runs[0]  # the race took effect
     assert result.ok and result.stdout == "done\n", result
     assert counter.read_text() == "ran\n"
 
