@@ -11,12 +11,27 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from leaf_cli.cli import options as opt
 from leaf_cli.cli.common import user_errors
+
+if TYPE_CHECKING:  # types only: `leaf --help` imports this module, and must not import the agent or rich
+    from collections.abc import Callable
+    from types import FrameType
+
+    from rich.console import Console
+
+    from leaf_cli.agent.trajectory import Trajectory
+    from leaf_cli.config import Settings
+    from leaf_cli.llm.engine import Engine
+    from leaf_cli.llm.messages import Conversation
+    from leaf_cli.repo.runs import RunRecord
+    from leaf_cli.ui.live import LiveView
+
+    Review = Callable[[Console, RunRecord, str, str, str], str]
 
 
 def register(app: typer.Typer) -> None:
@@ -98,7 +113,7 @@ class _CurrentView:
     """Whichever live view is showing the message in progress: the permission prompt pauses it."""
 
     def __init__(self) -> None:
-        self.view: Any = None
+        self.view: LiveView | None = None
 
     def pause(self) -> None:
         if self.view is not None:
@@ -108,7 +123,7 @@ class _CurrentView:
 class ChatSession:
     """One conversation, one run record, one permission gate (an "always" answer holds for the whole chat)."""
 
-    def __init__(self, root: Path, top: Path, settings: Any, engine: Any, *, yes: bool) -> None:
+    def __init__(self, root: Path, top: Path, settings: Settings, engine: Engine, *, yes: bool) -> None:
         from rich.console import Console
 
         from leaf_cli.agent.permissions import make_gate
@@ -124,7 +139,7 @@ class ChatSession:
         self.sandbox = open_agent_sandbox(settings, top, root)
         self.workspace = agent_workspace(settings, self.sandbox, root)
         self.conversation = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT)])
-        self.run: Any = None
+        self.run: RunRecord | None = None
         self.episodes = 0
         self.first_task = self.last_answer = ""
         self.undone = False
@@ -218,6 +233,7 @@ class ChatSession:
             if not self.settings.quiet:
                 found = repo_memory(self.top)
                 memory_note(self.console, found[0] if found else None)
+        run = self.run
         if self.undone:
             text = f"{UNDONE_NOTE}\n\n{text}"
             self.undone = False
@@ -244,7 +260,7 @@ class ChatSession:
                                    conversation=self.conversation, run_id=self.run.run_id,
                                    hooks=EpisodeHooks(on_event=view, gate=self.gate, trajectory_path=path,
                                                       redact=Redactor(os.environ, self.settings.pass_env),
-                                                      patch_fn=lambda: lifecycle.run_patch(self.run)))
+                                                      patch_fn=lambda: lifecycle.run_patch(run)))
         except KeyboardInterrupt:
             pass  # it landed after the loop's own handler, while the trajectory was being closed
         finally:
@@ -257,13 +273,14 @@ class ChatSession:
                 lifecycle.finish_run(self.run, reason)
         self._report(traj, reason)
 
-    def _report(self, traj: Any, reason: str) -> None:
+    def _report(self, traj: Trajectory | None, reason: str) -> None:
         from leaf_cli.ui.live import summary
 
         run = self.run
         if traj is None:
             self.console.print(f"[yellow]● {reason}[/yellow]")
             return
+        assert run is not None  # send() began the run before the episode that made `traj`
         self.last_answer = traj.final_answer() or self.last_answer
         summary(self.console, turns=len(traj.turns), usage=traj.usage(), seconds=traj.wall_seconds, exit_reason=reason,
                 files_changed=run.files_changed, insertions=run.insertions, deletions=run.deletions, run_id=run.run_id)
@@ -285,7 +302,8 @@ class ChatSession:
             if run is not None:
                 release_run(run)
 
-    def _review_on_leave(self, run: Any, review: Any, changed_since: Any, run_patch: Any) -> None:
+    def _review_on_leave(self, run: RunRecord | None, review: Review, changed_since: Callable[[RunRecord], list[str]],
+                         run_patch: Callable[[RunRecord], str]) -> None:
         if run is None or run.status == "undone" or not run_patch(run).strip():
             return
         problems = changed_since(run)
@@ -299,7 +317,7 @@ class ChatSession:
             self.console.print(f"\nKept. [dim]`leaf undo {run.run_id}` takes it back.[/dim]")
 
 
-def settle(conversation: Any) -> None:
+def settle(conversation: Conversation) -> None:
     """Make the conversation continuable after an interrupted turn.
 
     A tool call cut off by Ctrl-C gets a result saying so (every engine wants a result per call), and a
@@ -353,7 +371,7 @@ class _sigint_live:
 def _sigterm_as_exit() -> None:
     """SIGTERM leaves the chat through the normal path: the tool's process group dies, the run is recorded."""
 
-    def handler(_signum: int, _frame: Any) -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
         raise SystemExit(143)
 
     if os.name == "posix":

@@ -6,9 +6,29 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
+
+if TYPE_CHECKING:  # types only: `leaf --help` must not import the agent, the engines or rich
+    from rich.console import Console
+
+    from leaf_cli.agent.events import Event, OnEvent
+    from leaf_cli.agent.permissions import Answer, Confirm
+    from leaf_cli.agent.reaper import Reaper
+    from leaf_cli.agent.sandbox import AgentSandbox
+    from leaf_cli.config import Settings
+    from leaf_cli.llm.engine import Engine, Sampling
+    from leaf_cli.llm.messages import Conversation, ToolCall
+    from leaf_cli.repo.runs import RunRecord
+    from leaf_cli.tools import Workspace
+    from leaf_cli.ui.live import LiveView
+
+
+class Pausable(Protocol):
+    """What the permission prompt pauses before it asks: the live view (`leaf fix`) or the chat's current one."""
+
+    def pause(self) -> None: ...
 
 
 @dataclass
@@ -19,14 +39,14 @@ class Plan:
     top: Path
     task: str
     title: str
-    settings: Any
-    engine: Any
+    settings: Settings
+    engine: Engine
     interactive: bool
     yes: bool
     json_out: bool
     branch: str | None
     trajectory: Path | None
-    conversation: Any = None
+    conversation: Conversation | None = None
     continued_from: str | None = None
     memory: str | None = None  # the repository instructions file read into the task (AGENTS.md, CLAUDE.md)
     earlier_turns: int = 0
@@ -36,19 +56,19 @@ class Plan:
 class Result:
     exit_reason: str
     turns: int
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, object]]  # JSON: OpenAI-style messages, redacted
     patch: str
-    usage: dict[str, Any]
+    usage: dict[str, object]
     trajectory: str
     run_id: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"exit_reason": self.exit_reason, "turns": self.turns, "messages": self.messages,
                 "patch": self.patch, "usage": self.usage, "trajectory": self.trajectory, "run_id": self.run_id}
 
 
-def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: Path | None, gh: str | None,
+def prepare(root: Path, flags: dict[str, object], *, text: str | None, issue_file: Path | None, gh: str | None,
             yes: bool, json_out: bool, continue_: bool, branch: str | None, trajectory: Path | None,
             continue_undone: bool = False) -> Plan:
     """Validate every input; LeafError (exit 2) for the first thing that is wrong."""
@@ -81,7 +101,7 @@ def prepare(root: Path, flags: dict[str, Any], *, text: str | None, issue_file: 
                 earlier_turns=earlier)
 
 
-def _load_engine(settings: Any, *, yes: bool, show: bool) -> Any:
+def _load_engine(settings: Settings, *, yes: bool, show: bool) -> Engine:
     """The engine, under a "loading the model" spinner on a terminal (a 4B GGUF takes seconds to map)."""
     from rich.console import Console
 
@@ -103,7 +123,7 @@ def _on_terminal(json_out: bool, yes: bool) -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not json_out and not yes
 
 
-def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
+def make_engine_for(settings: Settings, *, yes: bool = False) -> Engine:
     """The engine `--model` names: through models.resolve.make_engine, or replay:PATH without it."""
     from leaf_cli.models.resolve import make_engine
 
@@ -112,7 +132,7 @@ def make_engine_for(settings: Any, *, yes: bool = False) -> Any:
                        llama_options=llama_options(settings))
 
 
-def llama_options(settings: Any) -> dict[str, Any]:
+def llama_options(settings: Settings) -> dict[str, object]:
     """The settings only the in-process llama.cpp engine reads."""
     from leaf_cli.models.resolve import prefix_cache_dir
 
@@ -138,7 +158,7 @@ def _read_task(text: str | None, issue_file: Path | None, gh: str | None, top: P
     return issue_input.issue_from_bytes(text.encode("utf-8", errors="surrogateescape"), "the command line")
 
 
-def _continuation(top: Path, undone_ok: bool = False) -> tuple[Any, str]:
+def _continuation(top: Path, undone_ok: bool = False) -> tuple[Conversation, str]:
     """The conversation of the last run in this repository, reloaded from its trajectory; says on stderr
     which run it is. An undone run is refused unless `undone_ok`: its history says files were changed
     that no longer are, and the model would build on that.
@@ -194,7 +214,7 @@ def execute(plan: Plan) -> Result:
         lifecycle.release_run(run)
 
 
-def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
+def _run_and_review(plan: Plan, run: RunRecord, console: Console) -> Result:
     from leaf_cli.agent import EpisodeHooks, Limits, run_episode
     from leaf_cli.agent.permissions import make_gate
     from leaf_cli.agent.reaper import Reaper
@@ -248,7 +268,7 @@ def _run_and_review(plan: Plan, run: Any, console: Any) -> Result:
                   usage=traj.usage(), trajectory=str(trajectory_path), run_id=run.run_id)
 
 
-def numbered_after(view: Any, earlier: int) -> Any:
+def numbered_after(view: LiveView, earlier: int) -> OnEvent:
     """The live view's event callback with turn numbers carried on after `earlier` turns (a continuation)."""
     if not earlier:
         return view
@@ -256,7 +276,7 @@ def numbered_after(view: Any, earlier: int) -> Any:
 
     from leaf_cli.agent import events
 
-    def on_event(event: Any) -> None:
+    def on_event(event: Event) -> None:
         if isinstance(event, events.TurnFinished):
             event = dataclasses.replace(event, index=event.index + earlier)
         view(event)
@@ -264,16 +284,20 @@ def numbered_after(view: Any, earlier: int) -> Any:
     return on_event
 
 
-def hook_episode_end(workspace: Any, reaper: Any, sandbox: Any) -> None:
+def hook_episode_end(workspace: Workspace, reaper: Reaper, sandbox: AgentSandbox) -> None:
     """Kill the agent's escaped processes and the sandbox's jobs where the episode's own cleanup runs
     (Workspace.jobs, when the tools have one), so nothing is left writing while the patch is taken. Both
     calls are idempotent; the caller makes them again after the episode for tools without that hook."""
     jobs = getattr(workspace, "jobs", None)
     if jobs is not None and hasattr(jobs, "on_close"):
-        jobs.on_close.append(lambda _sessions: (reaper.stop(), sandbox.end_episode()))
+        def end(_sessions: list[int]) -> None:
+            reaper.stop()
+            sandbox.end_episode()
+
+        jobs.on_close.append(end)
 
 
-def agent_workspace(settings: Any, sandbox: Any, root: Path) -> Any:
+def agent_workspace(settings: Settings, sandbox: AgentSandbox, root: Path) -> Workspace:
     """The tools' workspace for `leaf fix`, `leaf chat` and `leaf replay`: confined to `root`, Bash through
     the sandbox's prefix, and Read, Write, Edit and Glob in the sandbox's file-tool host (none without a
     sandbox: then in this process, walking each path beneath the tree)."""
@@ -284,7 +308,7 @@ def agent_workspace(settings: Any, sandbox: Any, root: Path) -> Any:
     return Workspace(root=root, env=env, bash_prefix=sandbox.prefix, file_host=sandbox.file_host(root, env.get("HOME")))
 
 
-def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
+def open_agent_sandbox(settings: Settings, top: Path, root: Path) -> AgentSandbox:
     """The sandbox for the agent's commands (`--sandbox`, bwrap or Seatbelt by default); warns for none."""
     from leaf_cli.agent.sandbox import no_sandbox_warning, open_sandbox
     from leaf_cli.repo.checkpoint import locate
@@ -303,7 +327,7 @@ def open_agent_sandbox(settings: Any, top: Path, root: Path) -> Any:
     return sandbox
 
 
-def sampling_for_model(settings: Any) -> Any:
+def sampling_for_model(settings: Settings) -> Sampling:
     """The model's recommended sampling (the loop's defaults when it has none), with the user's
     `temperature`, `seed`, `thinking_budget` and `max_tokens` on top."""
     from leaf_cli.llm.engine import Sampling
@@ -340,11 +364,11 @@ def _switch_to_new_branch(top: Path, branch: str) -> None:
         raise LeafError(f"--branch {branch}: {proc.stderr.decode(errors='replace').strip().splitlines()[-1]}")
 
 
-def confirm_prompt(console: Any, view: Any, root: Path) -> Any:
+def confirm_prompt(console: Console, view: Pausable, root: Path) -> Confirm:
     """The permission prompt: pause the spinner (`view.pause()`), show the preview, ask. Shared with `leaf chat`."""
     from leaf_cli.ui.review import ask_permission
 
-    def confirm(call: Any) -> str:
+    def confirm(call: ToolCall) -> Answer:
         view.pause()
         return ask_permission(console, call, _current_text(root, call.arguments.get("file_path")))
 

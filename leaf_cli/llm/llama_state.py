@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from leaf_cli.llm.llama_runtime import kv_seq_rm
+
 
 @dataclass(eq=False)
 class SavedState:
@@ -93,7 +95,7 @@ class StateStore:
         flags = self._lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
         if self._lib.llama_state_seq_set_data_ext(self._llm.ctx, saved.data, saved.size, 0, flags) == 0:
             return False
-        if not self._llm._ctx.kv_cache_seq_rm(0, n, -1):  # the attention cache after the checkpoint
+        if not kv_seq_rm(self._llm, n):  # the attention cache after the checkpoint
             return False
         self._llm.n_tokens = n
         self._touch(saved)
@@ -138,10 +140,10 @@ class StateStore:
         """Replace what the context holds with a whole sequence state saved after exactly `tokens`.
 
         False when llama.cpp refuses it (another model or context layout); the context is then empty."""
-        self._llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        kv_seq_rm(self._llm, 0)
         buffer = data if isinstance(data, ctypes.Array) else (ctypes.c_uint8 * size).from_buffer(data)
         if self._lib.llama_state_seq_set_data(self._llm.ctx, buffer, size, 0) == 0:
-            self._llm._ctx.kv_cache_seq_rm(0, 0, -1)
+            kv_seq_rm(self._llm, 0)
             self._llm.n_tokens = 0
             return False
         n = len(tokens)

@@ -33,7 +33,7 @@ import numpy as np
 from leaf_cli.llm.engine import ContextOverflow, EngineError, OnDelta, Sampling
 from leaf_cli.llm.grammar import tool_call_grammar
 from leaf_cli.llm.increment import first_prompt, next_prompt
-from leaf_cli.llm.llama_runtime import GrammarFilter, load_llama
+from leaf_cli.llm.llama_runtime import GrammarFilter, kv_seq_rm, load_llama, vocab_handle
 from leaf_cli.llm.llama_state import StateStore
 from leaf_cli.llm.messages import AssistantTurn, Conversation, TokenLog, TurnUsage
 from leaf_cli.llm.parse import parse_reply
@@ -265,14 +265,14 @@ class LlamaCppEngine:
         Attention caches cut anywhere; a hybrid's recurrent state goes back to the latest checkpoint within
         the shared prefix, or, without one, to token 0.
         """
-        if self.llm._ctx.kv_cache_seq_rm(0, keep, -1):
+        if kv_seq_rm(self.llm, keep):
             self.llm.n_tokens = keep
             return keep
         checkpoint = self.states.best_checkpoint(target, keep)
         if checkpoint is not None and self.states.restore_checkpoint(checkpoint):
             return len(checkpoint.tokens)
         self.llm.reset()
-        self.llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        kv_seq_rm(self.llm, 0)
         return 0
 
     def _generate(self, prompt: list[int], tools: list[dict[str, Any]], sampling: Sampling, on_delta: OnDelta | None,
@@ -364,7 +364,7 @@ class LlamaCppEngine:
     def _is_end(self, token: int) -> bool:
         from llama_cpp import llama_cpp as lib
 
-        return bool(lib.llama_vocab_is_eog(self.llm._model.vocab, token))
+        return bool(lib.llama_vocab_is_eog(vocab_handle(self.llm), token))
 
     def _tokenize(self, text: str) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True) if text else []
@@ -401,7 +401,7 @@ def lib_is_hybrid(llm: Any) -> bool:
     """llama.cpp's own word: the model's memory has a recurrent part (Qwen3.5: Gated DeltaNet layers)."""
     from llama_cpp import llama_cpp as lib
 
-    model = llm._model.model
+    model = llm.model  # the public property over `Llama._model.model`
     return bool(lib.llama_model_is_hybrid(model) or lib.llama_model_is_recurrent(model))
 
 

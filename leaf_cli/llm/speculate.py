@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from leaf_cli.llm.llama_runtime import decode_batch, kv_seq_rm
+
 NGRAMS = (4, 3, 2)
 """The n-gram lengths tried, longest first: a longer match is a more specific guess."""
 DRAFT_TOKENS = 8
@@ -50,12 +52,11 @@ def decode_all(llm: Any, tokens: list[int]) -> np.ndarray:
     from llama_cpp import llama_cpp as lib
 
     n_past = llm.n_tokens
-    llm._ctx.kv_cache_seq_rm(-1, n_past, -1)  # as `Llama.eval` does: nothing stale after the position
-    llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+    kv_seq_rm(llm, n_past, seq_id=-1)  # as `Llama.eval` does: nothing stale after the position
     threads, batch_threads = int(llm.context_params.n_threads), int(llm.context_params.n_threads_batch)
     lib.llama_set_n_threads(llm.ctx, threads, threads)
     try:
-        llm._ctx.decode(llm._batch)
+        decode_batch(llm, tokens, n_past)
     finally:
         lib.llama_set_n_threads(llm.ctx, threads, batch_threads)
     llm.input_ids[n_past:n_past + len(tokens)] = tokens
@@ -68,7 +69,7 @@ def drop_after(llm: Any, n: int) -> bool:
     from its per-token recurrent snapshots of the last batch (`n_rs_seq`); False when it cannot."""
     if llm.n_tokens <= n:
         return True
-    if not llm._ctx.kv_cache_seq_rm(0, n, -1):
+    if not kv_seq_rm(llm, n):
         return False
     llm.n_tokens = n
     return True
