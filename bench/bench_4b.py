@@ -188,11 +188,14 @@ def pull_model(checkpoint: Path, home: Path) -> Path:
 
 
 MEMORY_CHILD = """
-import json, resource, sys
+import json, re, sys
+from pathlib import Path
 from leaf_cli.llm.llama_runtime import load_llama
 llm, _ = load_llama(sys.argv[1], n_ctx=int(sys.argv[2]), kv_cache_type=sys.argv[3])
 llm.eval(llm.tokenize(b"def f(x):\\n    return x\\n" * 40))
-print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the process that forked this one
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024
+print(json.dumps({"peak": peak}))
 """
 
 
