@@ -405,8 +405,8 @@ def checkpoints(gguf: Path, threads: int) -> None:
 
     whole = int(lib.llama_state_seq_get_size(llm.ctx, 0))
     print("\n== recurrent-state checkpoints ==")
-    print(f"one checkpoint: {saved.size / 2**20:.1f} MiB (the whole sequence state at {llm.n_tokens} tokens: "
-          f"{whole / 2**20:.1f} MiB); save {spread([s * 1e3 for s in saves], 'ms')}, "
+    print(f"one checkpoint: {saved.size / 2**20:.2f} MiB (the whole sequence state at {llm.n_tokens} tokens: "
+          f"{whole / 2**20:.2f} MiB); save {spread([s * 1e3 for s in saves], 'ms')}, "
           f"restore {spread([r * 1e3 for r in restores], 'ms')}")
     print(f"engine's checkpoint budget for this model: {states.checkpoint_bytes / 2**20:.0f} MiB "
           f"= {states.checkpoint_bytes // max(saved.size, 1)} checkpoints (max {states.max_checkpoints})")
@@ -419,16 +419,19 @@ def speculate(gguf: Path, threads: int) -> None:
     from leaf_cli.llm.messages import Conversation, Message
 
     file = "".join(f"def scale_{i}(values):\n    return [v * {i} for v in values]\n\n" for i in range(12))
-    c = Conversation(messages=[Message(role="user", content=f"scale.py:\n{file}\nWrite it back with `items`.")])
+
+    def c() -> Conversation:  # a fresh one per call: a conversation's token log grows with each reply
+        return Conversation(messages=[Message(role="user", content=f"scale.py:\n{file}\nWrite it back with `items`.")])
+
     engines = {"plain": LlamaCppEngine(gguf, n_ctx=4096, n_threads=threads, speculate=False),
                "draft": LlamaCppEngine(gguf, n_ctx=4096, n_threads=threads, speculate=True)}
     rates: dict[str, list[float]] = {k: [] for k in engines}
     tokens: dict[str, list[int]] = {}
     for _ in range(REPEATS):
         for name, engine in engines.items():
-            engine.complete(c, [], Sampling(temperature=0.0, max_tokens=1))  # the prompt, before the clock
+            engine.complete(c(), [], Sampling(temperature=0.0, max_tokens=1))  # the prompt, before the clock
             started = time.perf_counter()
-            reply = engine.complete(c, [], Sampling(temperature=0.0, max_tokens=64))
+            reply = engine.complete(c(), [], Sampling(temperature=0.0, max_tokens=64))
             rates[name].append(reply.usage.completion_tokens / (time.perf_counter() - started))
             tokens[name] = reply.token_ids
     d = engines["draft"]
