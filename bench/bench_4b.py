@@ -13,12 +13,20 @@ builder (`tests/support/tiny_qwen35.py`; the weights are streamed to disk one te
    context), interleaved A B A B: medians and spreads (min-max);
 4. the wall time of each turn of a 10-turn agent conversation (scripted tool results);
 5. the cold start of a `leaf fix` to the first generated token: model load, prompt evaluation, first token;
-   without and with the persistent prefix cache.
+   without and with the persistent prefix cache;
+6. the prompt path: a sweep of n_batch, n_ubatch, threads and flash attention (prompt tokens/s), the ubatch at
+   which prompt evaluation stops scaling, and what a recurrent-state checkpoint costs (bytes, save and restore
+   time) next to the checkpoint budget the engine derives from the model;
+7. prompt-lookup drafting on the hybrid: decode tokens/s with and without it, interleaved, the acceptance and
+   whether the greedy tokens are identical (random weights accept little: this is the overhead at low
+   acceptance).
 
 Full size needs about 25 GB of free disk and about 40 minutes on 2 cores. `--shape tiny` runs every step on
 the tests' tiny fixture shape in a minute or two (to check the script, not to measure).
 
-Run: python bench/bench_4b.py [--shape 4b|tiny] [--threads N] [--keep DIR]
+Run: python bench/bench_4b.py [--shape 4b|tiny] [--threads N] [--keep DIR] [--gguf FILE] [--steps a,b,...]
+(`--gguf` skips building and pulling and measures that file; `--steps` runs only the steps named, of
+pull, memory, throughput, turns, cold, sweep, ubatch, checkpoints, speculate.)
 """
 
 from __future__ import annotations
@@ -180,11 +188,14 @@ def pull_model(checkpoint: Path, home: Path) -> Path:
 
 
 MEMORY_CHILD = """
-import json, resource, sys
+import json, re, sys
+from pathlib import Path
 from leaf_cli.llm.llama_runtime import load_llama
 llm, _ = load_llama(sys.argv[1], n_ctx=int(sys.argv[2]), kv_cache_type=sys.argv[3])
 llm.eval(llm.tokenize(b"def f(x):\\n    return x\\n" * 40))
-print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the process that forked this one
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024
+print(json.dumps({"peak": peak}))
 """
 
 
@@ -311,22 +322,159 @@ def cold_start(gguf: Path, threads: int) -> None:
               f"({engine.last_evaluated} tokens)  first token {done - loaded - timed['prompt']:5.2f}s")
 
 
+# -- the prompt path at this size -------------------------------------------------------------------------------
+
+def _prompt(llm: Any, tokens: int) -> list[int]:
+    """A prompt of exactly `tokens` tokens, unique per call (nothing in the context can be reused)."""
+    line = "def handler_%d(event):\n    return event.get('value', 0) + %d\n"
+    ids = llm.tokenize(f"# {time.perf_counter()}\n".encode() + "".join(line % (i, i) for i in range(tokens)).encode())
+    return ids[:tokens]
+
+
+def _prompt_rate(gguf: Path, tokens: int, **settings: Any) -> float:
+    """Prompt tokens/s of a fresh context with these llama.cpp settings (the model file stays in the page cache)."""
+    from leaf_cli.llm.llama_runtime import kv_seq_rm, load_llama
+
+    llm, _ = load_llama(gguf, n_ctx=4096, **settings)
+    try:
+        llm.eval(_prompt(llm, 16))  # warm-up: the first eval pays for buffer allocation
+        llm.reset()
+        kv_seq_rm(llm, 0, -1, seq_id=-1)
+        ids = _prompt(llm, tokens)
+        started = time.perf_counter()
+        llm.eval(ids)
+        return len(ids) / (time.perf_counter() - started)
+    finally:
+        llm.close()
+
+
+def sweep(gguf: Path, threads: int, tokens: int) -> None:
+    """One factor at a time around leaf's defaults (n_batch 512, n_ubatch 512, all threads, flash attention off),
+    each configuration twice, interleaved with the default."""
+    default: dict[str, Any] = {"n_batch": 512, "n_ubatch": 512, "n_threads": threads, "flash_attn": False}
+    variants: list[dict[str, Any]] = [
+        {"n_batch": 128, "n_ubatch": 128}, {"n_batch": 256, "n_ubatch": 256}, {"n_batch": 2048, "n_ubatch": 512},
+        {"n_ubatch": 128}, {"n_ubatch": 256}, {"n_threads": 1}, {"flash_attn": True},
+    ]
+    print(f"\n== prompt path sweep: prompt tokens/s on {tokens}-token prompts, each run against the default ==")
+    print(f"{'setting':34} {'tok/s':>8} {'default':>8} {'ratio':>6}")
+    for variant in variants:
+        ours, base = [], []
+        for _ in range(2):
+            base.append(_prompt_rate(gguf, tokens, **default))
+            ours.append(_prompt_rate(gguf, tokens, **{**default, **variant}))
+        label = ", ".join(f"{k}={v}" for k, v in variant.items())
+        print(f"{label:34} {statistics.median(ours):8.2f} {statistics.median(base):8.2f} "
+              f"{statistics.median(ours) / statistics.median(base):6.3f}")
+
+
+def ubatch_scaling(gguf: Path, threads: int, tokens: int) -> None:
+    """Prompt tokens/s against the micro-batch size. The Gated DeltaNet layers process a micro-batch in chunks
+    (llama.cpp's chunked delta rule), so past some size a larger ubatch buys no more speed; the attention and
+    FFN matmuls keep gaining a little longer. The row where the gain falls under 10% is the knee."""
+    print(f"\n== prompt tokens/s against n_ubatch ({tokens}-token prompts, n_batch {tokens}, {threads} threads) ==")
+    previous = None
+    for ubatch in (1, 4, 16, 32, 64, 128, 256, 512):
+        if ubatch > tokens:
+            break
+        rate = statistics.median(_prompt_rate(gguf, tokens, n_batch=tokens, n_ubatch=ubatch, n_threads=threads)
+                                 for _ in range(2))
+        gain = "" if previous is None else f"  x{rate / previous:.2f} over the row above"
+        print(f"n_ubatch {ubatch:4}: {rate:8.2f} tok/s{gain}")
+        previous = rate
+
+
+def checkpoints(gguf: Path, threads: int) -> None:
+    """What one recurrent-state checkpoint costs at this size, and the budget the engine derives from it."""
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+
+    engine = LlamaCppEngine(gguf, n_ctx=8192, n_threads=threads)
+    llm, states = engine.llm, engine.states
+    llm.eval(_prompt(llm, 64))
+    saves, restores = [], []
+    for _ in range(5):
+        started = time.perf_counter()
+        states.checkpoint()
+        saves.append(time.perf_counter() - started)
+        saved = states.checkpoints[-1]
+        started = time.perf_counter()
+        assert states.restore_checkpoint(saved)
+        restores.append(time.perf_counter() - started)
+        llm.eval(_prompt(llm, 4))  # the next position: a new checkpoint
+    from llama_cpp import llama_cpp as lib
+
+    whole = int(lib.llama_state_seq_get_size(llm.ctx, 0))
+    print("\n== recurrent-state checkpoints ==")
+    print(f"one checkpoint: {saved.size / 2**20:.2f} MiB (the whole sequence state at {llm.n_tokens} tokens: "
+          f"{whole / 2**20:.2f} MiB); save {spread([s * 1e3 for s in saves], 'ms')}, "
+          f"restore {spread([r * 1e3 for r in restores], 'ms')}")
+    print(f"engine's checkpoint budget for this model: {states.checkpoint_bytes / 2**20:.0f} MiB "
+          f"= {states.checkpoint_bytes // max(saved.size, 1)} checkpoints (max {states.max_checkpoints})")
+
+
+def speculate(gguf: Path, threads: int) -> None:
+    """Decode tokens/s of the hybrid with and without prompt-lookup drafting, interleaved."""
+    from leaf_cli.llm.engine import Sampling
+    from leaf_cli.llm.llamacpp import LlamaCppEngine
+    from leaf_cli.llm.messages import Conversation, Message
+
+    file = "".join(f"def scale_{i}(values):\n    return [v * {i} for v in values]\n\n" for i in range(12))
+
+    def c() -> Conversation:  # a fresh one per call: a conversation's token log grows with each reply
+        return Conversation(messages=[Message(role="user", content=f"scale.py:\n{file}\nWrite it back with `items`.")])
+
+    engines = {"plain": LlamaCppEngine(gguf, n_ctx=4096, n_threads=threads, speculate=False),
+               "draft": LlamaCppEngine(gguf, n_ctx=4096, n_threads=threads, speculate=True)}
+    rates: dict[str, list[float]] = {k: [] for k in engines}
+    tokens: dict[str, list[int]] = {}
+    for _ in range(REPEATS):
+        for name, engine in engines.items():
+            engine.complete(c(), [], Sampling(temperature=0.0, max_tokens=1))  # the prompt, before the clock
+            started = time.perf_counter()
+            reply = engine.complete(c(), [], Sampling(temperature=0.0, max_tokens=64))
+            rates[name].append(reply.usage.completion_tokens / (time.perf_counter() - started))
+            tokens[name] = reply.token_ids
+    d = engines["draft"]
+    print(f"\n== prompt-lookup drafting on the hybrid, {threads} threads, {REPEATS} runs each, interleaved ==")
+    for name, values in rates.items():
+        print(f"{name:6} {spread(values, 'tok/s')}")
+    print(f"draft / plain: {statistics.median(rates['draft']) / statistics.median(rates['plain']):.3f}; "
+          f"drafting on: {d.speculate}; drafted {d.drafted}, accepted {d.accepted} "
+          f"({d.accepted / max(d.drafted, 1):.0%}); identical tokens: {tokens['draft'] == tokens['plain']}")
+
+
+STEPS = ("pull", "memory", "throughput", "turns", "cold", "sweep", "ubatch", "checkpoints", "speculate")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shape", choices=("4b", "tiny"), default="4b")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--keep", type=Path, help="Work in this folder and leave it (default: a temporary one).")
+    parser.add_argument("--gguf", type=Path, help="Measure this GGUF: no build, no pull.")
+    parser.add_argument("--steps", default=",".join(STEPS), help="Comma-separated steps to run (default: all).")
+    parser.add_argument("--sweep-tokens", type=int, default=256, help="Prompt length of the sweep (default 256).")
     args = parser.parse_args()
+    steps = set(args.steps.split(","))
+    if steps - set(STEPS):
+        parser.error(f"unknown steps: {', '.join(sorted(steps - set(STEPS)))}; choose from {', '.join(STEPS)}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="leaf-bench-4b-"))
-    started = time.perf_counter()
-    checkpoint = build(work / "FrogNano-4B-2609", args.shape)
-    print(f"== shape {args.shape}: checkpoint built in {time.perf_counter() - started:.1f}s "
-          f"({sum(p.stat().st_size for p in checkpoint.glob('*.safetensors')) / 1e9:.2f} GB of bf16) ==")
-    gguf = pull_model(checkpoint, work / "home")
-    memory(gguf)
-    throughput(gguf, args.threads)
-    ten_turns(gguf, args.threads)
-    cold_start(gguf, args.threads)
+    gguf = args.gguf
+    if gguf is None:
+        started = time.perf_counter()
+        checkpoint = build(work / "FrogNano-4B-2609", args.shape)
+        print(f"== shape {args.shape}: checkpoint built in {time.perf_counter() - started:.1f}s "
+              f"({sum(p.stat().st_size for p in checkpoint.glob('*.safetensors')) / 1e9:.2f} GB of bf16) ==")
+        gguf = pull_model(checkpoint, work / "home")
+    small = args.shape == "tiny"
+    for step, run in (("memory", lambda: memory(gguf)), ("throughput", lambda: throughput(gguf, args.threads)),
+                      ("turns", lambda: ten_turns(gguf, args.threads)), ("cold", lambda: cold_start(gguf, args.threads)),
+                      ("sweep", lambda: sweep(gguf, args.threads, 64 if small else args.sweep_tokens)),
+                      ("ubatch", lambda: ubatch_scaling(gguf, args.threads, 64 if small else args.sweep_tokens)),
+                      ("checkpoints", lambda: checkpoints(gguf, args.threads)),
+                      ("speculate", lambda: speculate(gguf, args.threads))):
+        if step in steps:
+            run()
     if args.keep is None:
         import shutil
 

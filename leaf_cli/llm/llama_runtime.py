@@ -71,11 +71,13 @@ def _model_params(extra_bufts: bool, n_rs_seq: int = 0) -> Iterator[None]:
 
 
 def load_llama(path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
-               n_batch: int = 512, kv_cache_type: str | None = None, flash_attn: bool | None = None,
-               extra_bufts: bool | None = None, seed: int = 0, n_rs_seq: int = 0) -> tuple[Llama, GGUFInfo]:
+               n_batch: int = 512, n_ubatch: int = 512, kv_cache_type: str | None = None,
+               flash_attn: bool | None = None, extra_bufts: bool | None = None, seed: int = 0,
+               n_rs_seq: int = 0) -> tuple[Llama, GGUFInfo]:
     """(llama_cpp.Llama, the file's metadata). `n_ctx` defaults to the training context, capped at 65,536;
-    `n_rs_seq`: recurrent-state rollback depth (see `_model_params`). A llama-cpp-python without the
-    internals leaf reaches fails here, naming its version (`require_internals`)."""
+    `n_ubatch` (the micro-batch llama.cpp computes at once) is at most `n_batch`; `n_rs_seq`: recurrent-state
+    rollback depth (see `_model_params`). A llama-cpp-python without the internals leaf reaches fails here,
+    naming its version (`require_internals`)."""
     info = read_gguf_info(path)
     try:
         from llama_cpp import Llama
@@ -89,7 +91,8 @@ def load_llama(path: str | Path, *, n_ctx: int | None = None, n_threads: int | N
     quantized = kv_cache_type not in (None, "f16")
     try:
         with _model_params(extra_bufts_wanted(extra_bufts), n_rs_seq):
-            llm = Llama(model_path=str(info.path), n_ctx=ctx, n_batch=min(n_batch, ctx), n_threads=n_threads,
+            llm = Llama(model_path=str(info.path), n_ctx=ctx, n_batch=min(n_batch, ctx),
+                        n_ubatch=min(n_ubatch, n_batch, ctx), n_threads=n_threads,
                         type_k=kv, type_v=kv, flash_attn=quantized if flash_attn is None else flash_attn,
                         seed=seed, verbose=False)
     except (ValueError, RuntimeError) as exc:

@@ -49,12 +49,14 @@ def _prefix_len(a: np.ndarray, b: np.ndarray) -> int:
 class StateStore:
     """Checkpoints and snapshots of sequence 0 of one llama context."""
 
-    def __init__(self, llm: Any, *, hybrid: bool, max_checkpoints: int = 8, snapshot_bytes: int = 1 << 30) -> None:
+    def __init__(self, llm: Any, *, hybrid: bool, max_checkpoints: int = 8, checkpoint_bytes: int = 1 << 30,
+                 snapshot_bytes: int = 1 << 30) -> None:
         from llama_cpp import llama_cpp as lib
 
         self._lib, self._llm = lib, llm
         self.hybrid = hybrid
-        self.max_checkpoints, self.snapshot_bytes = max_checkpoints, snapshot_bytes
+        self.max_checkpoints, self.checkpoint_bytes = max_checkpoints, checkpoint_bytes
+        self.snapshot_bytes = snapshot_bytes
         self.checkpoints: list[SavedState] = []
         self.snapshots: list[SavedState] = []
         self._clock = 0
@@ -64,7 +66,8 @@ class StateStore:
 
         `pin`: a checkpoint that later turns or conversations are likely to need (after the shared system
         turn, before the first reply after a user message); the least recently used unpinned one goes
-        first, and pinned ones hold at most half the places.
+        first, and pinned ones hold at most half the places. Both `max_checkpoints` and `checkpoint_bytes`
+        bound them; a checkpoint larger than the whole budget is not taken.
         """
         n = self._llm.n_tokens
         if not self.hybrid or self.max_checkpoints <= 0 or n == 0:
@@ -75,10 +78,14 @@ class StateStore:
                 c.pinned = c.pinned or pin
                 self._touch(c)
                 return
+        flags = self._lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+        if int(self._lib.llama_state_seq_get_size_ext(self._llm.ctx, 0, flags)) > self.checkpoint_bytes:
+            return
         saved = self._save(tokens, partial=True)
         saved.pinned = pin
         self.checkpoints.append(saved)
-        while len(self.checkpoints) > self.max_checkpoints:
+        while (len(self.checkpoints) > self.max_checkpoints
+               or sum(c.size for c in self.checkpoints) > self.checkpoint_bytes):
             pinned = [c for c in self.checkpoints if c.pinned]
             pool = pinned if len(pinned) > self.max_checkpoints // 2 else [c for c in self.checkpoints if not c.pinned]
             self.checkpoints.remove(min(pool or self.checkpoints, key=lambda c: c.used))

@@ -56,7 +56,8 @@ class LlamaCppEngine:
     `parallel_tool_calls=False` allows at most one call per reply.
     `kv_cache_type`: "f16" (default), "q8_0" or "q4_0" (quantized KV turns flash attention on).
     `extra_bufts`: keep llama.cpp's REPACK/AMX buffer types (default off: they crash on AMX VMs).
-    `max_checkpoints`: recurrent-state checkpoints kept (hybrid models; ~50 MB each for a 4B Qwen3.5).
+    `max_checkpoints`: recurrent-state checkpoints kept (hybrid models; ~50 MB each for a 4B Qwen3.5), also
+    bounded by `checkpoint_mb` (None: `checkpoint_budget` of the model file, an eighth of the weights).
     `snapshot_mb`: memory for whole-state snapshots of conversations waiting for their turn (0 = none).
     `prefix_cache`: a folder where the state after the system turn is saved and loaded (`prefix_cache.py`),
     at most `prefix_cache_mb` megabytes; None = off.
@@ -68,7 +69,8 @@ class LlamaCppEngine:
                  constrain_tools: bool = False, tool_choice: Literal["auto", "required"] = "auto",
                  parallel_tool_calls: bool = True,
                  kv_cache_type: str | None = None, extra_bufts: bool | None = None, policy_version: int = 0,
-                 name: str | None = None, max_checkpoints: int = 8, snapshot_mb: int = 1024,
+                 name: str | None = None, max_checkpoints: int = 8, checkpoint_mb: int | None = None,
+                 snapshot_mb: int = 1024,
                  prefix_cache: str | Path | None = None, prefix_cache_mb: int = 2048,
                  speculate: bool | None = False) -> None:
         if speculate is None:  # auto: on where it was measured faster (attention-only models), off for hybrids
@@ -89,8 +91,9 @@ class LlamaCppEngine:
         self.hybrid = bool(lib_is_hybrid(self.llm))
         self.speculate = speculate and (not self.hybrid or _rollback_depth(self.llm) >= DRAFT_TOKENS)
         self.drafted = self.accepted = 0  # draft tokens proposed and kept so far (benchmarks read them)
+        budget = checkpoint_budget(Path(self.info.path).stat().st_size) if checkpoint_mb is None else checkpoint_mb << 20
         self.states = StateStore(self.llm, hybrid=self.hybrid, max_checkpoints=max_checkpoints,
-                                 snapshot_bytes=snapshot_mb << 20)
+                                 checkpoint_bytes=budget, snapshot_bytes=snapshot_mb << 20)
         self.lock = threading.Lock()  # one conversation's turn at a time in the one context
         self._serving: Any = None  # weak reference to the conversation the context last served
         self._dirty = False  # a turn was interrupted: the context may hold state past `n_tokens`
@@ -381,6 +384,15 @@ class LlamaCppEngine:
     def _text(self, ids: list[int]) -> str:
         body = ids[:-1] if ids and self._is_end(ids[-1]) else ids
         return self.llm.detokenize(body, special=True).decode("utf-8", errors="replace")
+
+
+def checkpoint_budget(model_bytes: int) -> int:
+    """Bytes of recurrent-state checkpoints one context keeps: an eighth of the model file, at least 64 MiB.
+
+    Measured at Qwen3.5-4B's shape (bench/bench_4b.py, step `checkpoints`): a checkpoint is the recurrent
+    state alone, ~50 MB whatever the context, so the 2.58 GiB Q4_K_M file keeps six of them (~330 MB, next to
+    its 1.1-2.2 GB of KV at 64k) - enough for the system turn, the last user turn and a few replies back."""
+    return max(64 << 20, model_bytes // 8)
 
 
 def _header_is_recurrent(path: str | Path) -> bool:
