@@ -111,8 +111,8 @@ def _stream_weights(out: Path, q: Any) -> None:
 
 # -- measuring helpers ------------------------------------------------------------------------------------------
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants (from /proc)."""
+def tree_rss(pid: int, skip: frozenset[int] = frozenset()) -> int:
+    """Resident bytes of `pid` and all its descendants but `skip` and theirs (from /proc)."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -128,7 +128,7 @@ def tree_rss(pid: int) -> int:
     while frontier:
         parent = frontier.pop()
         for child, p in parents.items():
-            if p == parent and child not in tree:
+            if p == parent and child not in tree and child not in skip:
                 tree.add(child)
                 frontier.append(child)
     return sum(rss.get(p, 0) for p in tree)
@@ -137,7 +137,8 @@ def tree_rss(pid: int) -> int:
 class StagePeaks:
     """Samples the process tree's RSS in the background; the peak is kept per stage as `on_stage` names them."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip: frozenset[int] = frozenset()) -> None:
+        self.skip = skip
         self.stage, self.started = "start", time.perf_counter()
         self.rows: list[list[Any]] = []  # [stage, seconds, peak bytes]
         self._peak, self._stop = 0, threading.Event()
@@ -160,7 +161,7 @@ class StagePeaks:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.25):
-            self._peak = max(self._peak, tree_rss(os.getpid()))
+            self._peak = max(self._peak, tree_rss(os.getpid(), self.skip))
 
 
 def spread(values: list[float], unit: str) -> str:
@@ -169,16 +170,37 @@ def spread(values: list[float], unit: str) -> str:
 
 # -- the steps --------------------------------------------------------------------------------------------------
 
+HUB_CHILD = """
+import sys
+from pathlib import Path
+from tests.support.fake_hub import FakeHub
+from tests.support.tiny_qwen35 import REPO_ID
+with FakeHub() as hub:
+    hub.add_folder(REPO_ID, Path(sys.argv[1]))
+    print(hub.url, flush=True)
+    sys.stdin.read()
+"""
+"""The loopback hub, in a process of its own: it holds the checkpoint's files in memory (8.7 GB at this size),
+which are not leaf's and stay out of the stage peaks."""
+
+
 def pull_model(checkpoint: Path, home: Path) -> Path:
     from leaf_cli.models.pull import pull
     from leaf_cli.models.registry import get_manifest
-    from tests.support.fake_hub import FakeHub
-    from tests.support.tiny_qwen35 import REPO_ID
 
-    with FakeHub() as hub, StagePeaks() as peaks:
-        hub.add_folder(REPO_ID, checkpoint)
-        os.environ.update(LEAF_HOME=str(home), HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(home / "hub-cache"))
-        gguf = pull(get_manifest("frognano-4b"), on_stage=peaks.on_stage)
+    hub = subprocess.Popen([sys.executable, "-c", HUB_CHILD, str(checkpoint)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        url = hub.stdout.readline().strip() if hub.stdout else ""
+        if not url.startswith("http"):
+            raise SystemExit("the loopback hub did not start")
+        with StagePeaks(skip=frozenset({hub.pid})) as peaks:
+            os.environ.update(LEAF_HOME=str(home), HF_ENDPOINT=url, HF_HUB_CACHE=str(home / "hub-cache"))
+            gguf = pull(get_manifest("frognano-4b"), on_stage=peaks.on_stage)
+    finally:
+        if hub.stdin:
+            hub.stdin.close()
+        hub.wait(timeout=60)
     print("\n== leaf models pull frognano-4b (loopback hub) ==")
     print(f"{'stage':10} {'time':>9} {'peak RSS':>10}")
     for stage, seconds, peak in peaks.rows[1:]:
@@ -331,8 +353,12 @@ def _prompt(llm: Any, tokens: int) -> list[int]:
     return ids[:tokens]
 
 
-def _prompt_rate(gguf: Path, tokens: int, **settings: Any) -> float:
-    """Prompt tokens/s of a fresh context with these llama.cpp settings (the model file stays in the page cache)."""
+def _rates(gguf: Path, tokens: int, generate: int = 0, **settings: Any) -> tuple[float, float]:
+    """(prompt tokens/s, generation tokens/s) of a fresh context with these llama.cpp settings: a `tokens`
+    prompt, then `generate` greedy tokens one at a time (0: prompt only). The file stays in the page cache."""
+    import numpy as np
+    from llama_cpp import llama_cpp as lib
+
     from leaf_cli.llm.llama_runtime import kv_seq_rm, load_llama
 
     llm, _ = load_llama(gguf, n_ctx=4096, **settings)
@@ -343,29 +369,41 @@ def _prompt_rate(gguf: Path, tokens: int, **settings: Any) -> float:
         ids = _prompt(llm, tokens)
         started = time.perf_counter()
         llm.eval(ids)
-        return len(ids) / (time.perf_counter() - started)
+        prompt_rate = len(ids) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(generate):
+            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+            llm.eval([int(np.argmax(logits))])
+        return prompt_rate, generate / (time.perf_counter() - started) if generate else float("nan")
     finally:
         llm.close()
 
 
-def sweep(gguf: Path, threads: int, tokens: int) -> None:
-    """One factor at a time around leaf's defaults (n_batch 512, n_ubatch 512, all threads, flash attention off),
-    each configuration twice, interleaved with the default."""
-    default: dict[str, Any] = {"n_batch": 512, "n_ubatch": 512, "n_threads": threads, "flash_attn": False}
+def sweep(gguf: Path, threads: int, tokens: int, repeats: int) -> None:
+    """One factor at a time around leaf's defaults (n_batch 512, n_ubatch 512, all threads, flash attention off,
+    extra buffer types as `extra_bufts_wanted` decides here), each run beside a run of the default."""
+    from leaf_cli.llm.llama_runtime import extra_bufts_wanted
+
+    bufts = extra_bufts_wanted(None)
+    default: dict[str, Any] = {"n_batch": 512, "n_ubatch": 512, "n_threads": threads, "flash_attn": False,
+                               "extra_bufts": bufts}
     variants: list[dict[str, Any]] = [
+        {"extra_bufts": not bufts}, {"n_threads": 1}, {"flash_attn": True},
         {"n_batch": 128, "n_ubatch": 128}, {"n_batch": 256, "n_ubatch": 256}, {"n_batch": 2048, "n_ubatch": 512},
-        {"n_ubatch": 128}, {"n_ubatch": 256}, {"n_threads": 1}, {"flash_attn": True},
+        {"n_ubatch": 128}, {"n_ubatch": 256},
     ]
-    print(f"\n== prompt path sweep: prompt tokens/s on {tokens}-token prompts, each run against the default ==")
-    print(f"{'setting':34} {'tok/s':>8} {'default':>8} {'ratio':>6}")
+    print(f"\n== prompt path sweep: {tokens}-token prompts then 8 generated tokens, each setting beside the "
+          f"default ({', '.join(f'{k}={v}' for k, v in default.items())}), {repeats} run(s) each ==")
+    print(f"{'setting':34} {'prompt':>8} {'default':>8} {'ratio':>6}   {'gen':>6} {'default':>8} {'ratio':>6}")
     for variant in variants:
         ours, base = [], []
-        for _ in range(2):
-            base.append(_prompt_rate(gguf, tokens, **default))
-            ours.append(_prompt_rate(gguf, tokens, **{**default, **variant}))
+        for _ in range(repeats):
+            base.append(_rates(gguf, tokens, 8, **default))
+            ours.append(_rates(gguf, tokens, 8, **{**default, **variant}))
+        p, bp = statistics.median(o[0] for o in ours), statistics.median(b[0] for b in base)
+        g, bg = statistics.median(o[1] for o in ours), statistics.median(b[1] for b in base)
         label = ", ".join(f"{k}={v}" for k, v in variant.items())
-        print(f"{label:34} {statistics.median(ours):8.2f} {statistics.median(base):8.2f} "
-              f"{statistics.median(ours) / statistics.median(base):6.3f}")
+        print(f"{label:34} {p:8.2f} {bp:8.2f} {p / bp:6.3f}   {g:6.2f} {bg:8.2f} {g / bg:6.3f}")
 
 
 def ubatch_scaling(gguf: Path, threads: int, tokens: int) -> None:
@@ -377,8 +415,7 @@ def ubatch_scaling(gguf: Path, threads: int, tokens: int) -> None:
     for ubatch in (1, 4, 16, 32, 64, 128, 256, 512):
         if ubatch > tokens:
             break
-        rate = statistics.median(_prompt_rate(gguf, tokens, n_batch=tokens, n_ubatch=ubatch, n_threads=threads)
-                                 for _ in range(2))
+        rate = _rates(gguf, tokens, n_batch=tokens, n_ubatch=ubatch, n_threads=threads)[0]
         gain = "" if previous is None else f"  x{rate / previous:.2f} over the row above"
         print(f"n_ubatch {ubatch:4}: {rate:8.2f} tok/s{gain}")
         previous = rate
@@ -454,6 +491,7 @@ def main() -> None:
     parser.add_argument("--gguf", type=Path, help="Measure this GGUF: no build, no pull.")
     parser.add_argument("--steps", default=",".join(STEPS), help="Comma-separated steps to run (default: all).")
     parser.add_argument("--sweep-tokens", type=int, default=256, help="Prompt length of the sweep (default 256).")
+    parser.add_argument("--sweep-repeats", type=int, default=1, help="Runs of each sweep setting (default 1).")
     args = parser.parse_args()
     steps = set(args.steps.split(","))
     if steps - set(STEPS):
@@ -469,7 +507,7 @@ def main() -> None:
     small = args.shape == "tiny"
     for step, run in (("memory", lambda: memory(gguf)), ("throughput", lambda: throughput(gguf, args.threads)),
                       ("turns", lambda: ten_turns(gguf, args.threads)), ("cold", lambda: cold_start(gguf, args.threads)),
-                      ("sweep", lambda: sweep(gguf, args.threads, 64 if small else args.sweep_tokens)),
+                      ("sweep", lambda: sweep(gguf, args.threads, 64 if small else args.sweep_tokens, args.sweep_repeats)),
                       ("ubatch", lambda: ubatch_scaling(gguf, args.threads, 64 if small else args.sweep_tokens)),
                       ("checkpoints", lambda: checkpoints(gguf, args.threads)),
                       ("speculate", lambda: speculate(gguf, args.threads))):
