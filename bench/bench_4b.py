@@ -32,6 +32,7 @@ pull, memory, throughput, turns, cold, sweep, ubatch, checkpoints, speculate.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -41,7 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -240,6 +241,26 @@ def memory(gguf: Path) -> None:
             print(f"{ctx:8} {kv:>5} {peak / 1e9:8.2f}G {guess.total / 1e9 if guess else float('nan'):8.2f}G")
 
 
+@contextlib.contextmanager
+def timed_prompt(engine: Any) -> Iterator[dict[str, float]]:
+    """The seconds the engine spends evaluating prompt tokens (its `_evaluate`) inside the block."""
+    timed = {"seconds": 0.0}
+    evaluate: Callable[..., int] = engine._evaluate
+
+    def timed_evaluate(*args: Any, **kwargs: Any) -> int:
+        started = time.perf_counter()
+        try:
+            return evaluate(*args, **kwargs)
+        finally:
+            timed["seconds"] += time.perf_counter() - started
+
+    engine._evaluate = timed_evaluate
+    try:
+        yield timed
+    finally:
+        del engine._evaluate  # the class's method again
+
+
 def throughput(gguf: Path, threads: int) -> None:
     """Prompt and generation tokens/s, leaf's engine and raw llama_cpp.Llama, interleaved."""
     import numpy as np
@@ -263,8 +284,9 @@ def throughput(gguf: Path, threads: int) -> None:
         leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=1))
         prompt_rate = leaf.last_evaluated / (time.perf_counter() - started)
         started = time.perf_counter()
-        reply = leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=gen))
-        return prompt_rate, reply.usage.completion_tokens / (time.perf_counter() - started)
+        with timed_prompt(leaf) as prompt:  # the reused prompt's few tail tokens are not generation
+            reply = leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=gen))
+        return prompt_rate, reply.usage.completion_tokens / (time.perf_counter() - started - prompt["seconds"])
 
     def raw_run() -> tuple[float, float]:
         tokens = raw.tokenize(f"# run {time.perf_counter()}\n{body}".encode())
@@ -325,23 +347,13 @@ def cold_start(gguf: Path, threads: int) -> None:
         engine = LlamaCppEngine(gguf, n_ctx=65536, n_threads=threads, kv_cache_type="q8_0",
                                 prefix_cache=None if label.startswith("no") else cache)
         loaded = time.perf_counter()
-        timed: dict[str, float] = {}
-        evaluate: Callable[..., int] = engine._evaluate
-
-        def timed_evaluate(*args: Any, **kwargs: Any) -> int:
-            t = time.perf_counter()
-            try:
-                return evaluate(*args, **kwargs)
-            finally:
-                timed["prompt"] = time.perf_counter() - t
-
-        engine._evaluate = timed_evaluate  # type: ignore[method-assign]
         c = Conversation(messages=[Message(role="system", content=SYSTEM_PROMPT),
                                    Message(role="user", content="add() in calc.py subtracts; fix it.")])
-        engine.complete(c, tool_schemas(), Sampling(temperature=0.0, max_tokens=1))
+        with timed_prompt(engine) as prompt:
+            engine.complete(c, tool_schemas(), Sampling(temperature=0.0, max_tokens=1))
         done = time.perf_counter()
-        print(f"{label:32} load {loaded - started:6.2f}s  prompt {timed['prompt']:7.2f}s "
-              f"({engine.last_evaluated} tokens)  first token {done - loaded - timed['prompt']:5.2f}s")
+        print(f"{label:32} load {loaded - started:6.2f}s  prompt {prompt['seconds']:7.2f}s "
+              f"({engine.last_evaluated} tokens)  first token {done - loaded - prompt['seconds']:5.2f}s")
 
 
 # -- the prompt path at this size -------------------------------------------------------------------------------
@@ -412,7 +424,7 @@ def ubatch_scaling(gguf: Path, threads: int, tokens: int) -> None:
     FFN matmuls keep gaining a little longer. The row where the gain falls under 10% is the knee."""
     print(f"\n== prompt tokens/s against n_ubatch ({tokens}-token prompts, n_batch {tokens}, {threads} threads) ==")
     previous = None
-    for ubatch in (1, 4, 16, 32, 64, 128, 256, 512):
+    for ubatch in (4, 16, 32, 64, 128, 256, 512):  # 1 is generation speed: minutes for one row
         if ubatch > tokens:
             break
         rate = _rates(gguf, tokens, n_batch=tokens, n_ubatch=ubatch, n_threads=threads)[0]
