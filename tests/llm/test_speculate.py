@@ -1,6 +1,6 @@
-"""Prompt-lookup drafting: the draft lookup, the rejection rule's distribution (χ²), and the engine's output
-with drafting against plain decoding on SmolLM2 and on the hybrid tiny Qwen3.5 (rollback of rejected drafts
-through llama.cpp's per-token recurrent snapshots)."""
+"""Prompt-lookup drafting: the draft lookup (longest match, agreement), the rejection rule's distribution
+(χ²), and the engine's output with drafting against plain decoding on SmolLM2 and on the hybrid tiny Qwen3.5
+(rollback of rejected drafts through llama.cpp's per-token recurrent snapshots)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,36 @@ import pytest
 from leaf_cli.llm.engine import Sampling
 from leaf_cli.llm.messages import Conversation, Message
 from leaf_cli.llm.sampler import TokenSampler
-from leaf_cli.llm.speculate import lookup
+from leaf_cli.llm.speculate import longest_match, lookup
 from leaf_cli.tools import tool_schemas
 
 CHI2_999 = {19: 43.82, 20: 45.31}
 """χ² critical values at p = 0.001 for the degrees of freedom used below (a correct sampler fails 1 in 1000)."""
 
 
-def test_lookup_takes_the_most_recent_longest_match() -> None:
-    history = np.array([5, 1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 4, 2, 3])
-    assert lookup(history, 3) == [7, 8, 4]  # "2 3" last seen before 7 8 4 (the older match led to 9)
+def test_longest_match_finds_the_longest_repeated_suffix() -> None:
+    ends, n = longest_match(np.array([1, 2, 3, 1, 2, 3]))
+    assert n == 3 and ends.tolist() == [2]  # "1 2 3" ended at index 2
+    assert longest_match(np.array([1, 2, 3, 1, 2, 3]), max_n=2)[1] == 2
+    assert longest_match(np.array([1, 2, 3, 4]))[1] == 0  # the last token never occurred before
+    assert longest_match(np.array([7]))[1] == 0 and longest_match(np.zeros(0, dtype=np.intc))[1] == 0
+
+
+def test_lookup_prefers_the_longest_match_over_a_more_recent_shorter_one() -> None:
+    history = np.array([1, 2, 3, 4, 5, 6, 7, 0, 3, 4, 5, 6, 8, 0, 1, 2, 3, 4, 5, 6])
+    assert lookup(history, 3) == [7, 0, 3]  # the 6-token suffix, not the later "3 4 5 6" that led to 8
     assert lookup(np.array([1, 2, 3, 4, 0, 2, 3]), 2) == [4, 0]
-    assert lookup(np.array([1, 2, 3, 4]), 4) == []  # no earlier occurrence of any tail n-gram
+    assert lookup(np.array([1, 2, 3, 4]), 4) == []  # no earlier occurrence of the last token
+    assert lookup(np.array([5, 1, 5]), 4) == []  # a one-token match is too weak to draft from
     assert lookup(np.array([1, 2, 1, 2]), 0) == []
+
+
+def test_lookup_stops_where_the_earlier_occurrences_disagree() -> None:
+    history = np.array([0, 1, 2, 3, 4, 0, 1, 2, 3, 5, 0, 1, 2])
+    assert lookup(history, 8) == [3]  # both "0 1 2" go on with 3, then one with 4 and one with 5
+    assert lookup(history, 8, agreement=0.5) == [3, 5, 0, 1, 2]  # an even split allowed: the most recent
+    numbers = np.array([7, 8, 1, 7, 8, 2, 7, 8, 3, 4, 7, 8])  # "7 8" was followed by 1, 2 and 3
+    assert lookup(numbers, 3) == [] and lookup(numbers, 3, agreement=0.0) == [3, 4, 7]
 
 
 def chi2(counts: np.ndarray, expected: np.ndarray) -> float:
