@@ -35,8 +35,10 @@ from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, 
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
+from leaf_cli.tools.sandboxes import AGENT, check, offered
 
-SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
+SANDBOXES = offered(AGENT)
+"""The agent's sandboxes (auto / bwrap / sandbox-exec / none), from the one registry (tools/sandboxes.py)."""
 
 # Under the home folder: where credentials live. The sandbox's home shows only an allowlist of toolchain
 # folders (sandbox_home.py); these stay hidden even inside a folder the user adds to it (and on macOS).
@@ -215,9 +217,7 @@ def _alive(pid: int) -> bool:
 
 def resolve_kind(kind: str) -> str:
     """`auto` becomes this platform's sandbox (none where leaf has none); an unknown name lists the valid ones."""
-    if kind not in SANDBOXES:
-        raise LeafError(f"unknown sandbox {kind!r}; choose one of: {', '.join(SANDBOXES)}")
-    if kind != "auto":
+    if check(kind, AGENT) != "auto":
         return kind
     if sys.platform == "darwin":
         return "sandbox-exec"
