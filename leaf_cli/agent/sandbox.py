@@ -298,7 +298,7 @@ def with_shell(sandbox: list[str], tmp_dir: Path, env: dict[str, str] | None,
 
     `sandbox` is a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp; `env` is the holder's own
     environment (visible inside through /proc, so never leaf's secrets). `leaf fix` and `leaf eval`'s
-    attempts (tasks/attempt.py) both run their Bash calls through this one mechanism."""
+    attempts (tasks/runner/attempt.py) both run their Bash calls through this one mechanism."""
     from leaf_cli.agent import sandbox_shell
 
     shell_dir = tmp_dir / ".leaf"

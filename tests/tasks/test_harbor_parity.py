@@ -12,14 +12,14 @@ import pytest
 
 from leaf_cli.agent import Limits
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks import image as image_module
-from leaf_cli.tasks import reward as reward_module
-from leaf_cli.tasks.attempt import attempt_limits
-from leaf_cli.tasks.container_args import run_args
-from leaf_cli.tasks.image import ImageSession
+from leaf_cli.tasks.envs import image as image_module
+from leaf_cli.tasks.grade import reward as reward_module
+from leaf_cli.tasks.runner.attempt import attempt_limits
+from leaf_cli.tasks.envs.container_args import run_args
+from leaf_cli.tasks.envs.image import ImageSession
 from leaf_cli.tasks.importers import harbor_import
-from leaf_cli.tasks.proc import RunResult
-from leaf_cli.tasks.reward import read_reward, reward_spec, separate_verifier_argv
+from leaf_cli.tasks.envs.proc import RunResult
+from leaf_cli.tasks.grade.reward import read_reward, reward_spec, separate_verifier_argv
 
 from .official import load
 
@@ -182,6 +182,6 @@ def test_agent_timeout_is_the_attempt_limit(tmp_path: Path) -> None:
     assert attempt_limits(task, None).max_seconds == 60.0
     assert attempt_limits(task, Limits(max_seconds=3000)).max_seconds == 60.0  # the run's longer limit is capped
     with pytest.raises(LeafError, match="separate container"):
-        from leaf_cli.tasks.sandbox import SubprocessSandbox
+        from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
         reward_module.grade_reward(task, SubprocessSandbox(), workspace=tmp_path)

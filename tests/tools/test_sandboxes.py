@@ -13,7 +13,7 @@ from leaf_cli.cli.eval import SandboxOpt
 from leaf_cli.cli.options import Sandbox
 from leaf_cli.config import Settings
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.backends import BACKENDS, make_sandbox
+from leaf_cli.tasks.envs.backends import BACKENDS, make_sandbox
 from leaf_cli.tools.sandboxes import AGENT, EVAL, KINDS, check, offered
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.reward import RewardSpec
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.grade.reward import RewardSpec
+from leaf_cli.tasks.format.task import Task
 
 DEFAULT_WORKDIR = "/app"
 """Terminal-Bench images work in /app when their Dockerfile sets no WORKDIR."""
@@ -191,7 +191,7 @@ def local_image_tag(folder: Path) -> str:
 
 def ensure_image(task: Task) -> str:
     """Build the task's image from environment/ unless Docker already has it. Needs a Docker daemon."""
-    from leaf_cli.tasks.docker import DockerSandbox
+    from leaf_cli.tasks.envs.docker import DockerSandbox
 
     DockerSandbox().prepare()
     extra = task.model_extra or {}

@@ -25,8 +25,8 @@ import re
 from typing import Any
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.reward import RewardSpec, patcheval_command
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.grade.reward import RewardSpec, patcheval_command
+from leaf_cli.tasks.format.task import Task
 
 PATCH_PATH = "/workspace/fix.patch"
 IMAGE = "ghcr.io/anonymous2578-data/{cve}:latest"

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.envs.proc import run_process
 
 _HEADER = re.compile(r"^diff --git (?:\"?a/(.+?)\"?) (?:\"?b/(.+?)\"?)$")
 

@@ -21,21 +21,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.env import EnvBuildError, Environment, get_env
-from leaf_cli.tasks.globs import matcher, tree_files
-from leaf_cli.tasks.patches import Applied, apply_patch
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.reward import RewardResult, grade_reward, reward_spec
-from leaf_cli.tasks.backends import make_sandbox
-from leaf_cli.tasks.image_grading import grade_in_image
-from leaf_cli.tasks.sandbox import Sandbox
-from leaf_cli.tasks.source import single_commit_repo, snapshot
-from leaf_cli.tasks.task import Task
-from leaf_cli.tasks.testrun import TestRun, run_tests
-from leaf_cli.tasks.verdict import GradeResult
+from leaf_cli.tasks.envs.venv import EnvBuildError, Environment, get_env
+from leaf_cli.tasks.format.globs import matcher, tree_files
+from leaf_cli.tasks.grade.patches import Applied, apply_patch
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.grade.reward import RewardResult, grade_reward, reward_spec
+from leaf_cli.tasks.envs.backends import make_sandbox
+from leaf_cli.tasks.grade.swebench import grade_in_image
+from leaf_cli.tasks.envs.sandbox import Sandbox
+from leaf_cli.tasks.envs.source import single_commit_repo, snapshot
+from leaf_cli.tasks.format.task import Task
+from leaf_cli.tasks.grade.testrun import TestRun, run_tests
+from leaf_cli.tasks.grade.verdict import GradeResult
 
 if TYPE_CHECKING:
-    from leaf_cli.tasks.image import ImageSession
+    from leaf_cli.tasks.envs.image import ImageSession
 
 IMAGE_GRADERS = ("swebench", "swebench_pro")
 """`eval_type`s graded by the benchmark's own script inside the task's image."""

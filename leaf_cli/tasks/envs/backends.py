@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-from leaf_cli.tasks.docker import DockerSandbox
-from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox, SubprocessSandbox
+from leaf_cli.tasks.envs.docker import DockerSandbox
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, Sandbox, SubprocessSandbox
 from leaf_cli.tools.sandboxes import EVAL, check, offered
 
 _CLASSES: dict[str, type] = {"subprocess": SubprocessSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}

@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.sandbox import HostPathSandbox
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.sandbox import HostPathSandbox
+from leaf_cli.tasks.format.task import Task
 
 
 class DockerSandbox(HostPathSandbox):
@@ -61,7 +61,7 @@ class DockerSandbox(HostPathSandbox):
 
 def build_image(task: Task) -> str:
     """Build (once; Docker caches it by tag) the image described by the task's install_config."""
-    from leaf_cli.tasks.harbor import dockerfile
+    from leaf_cli.tasks.format.harbor_export import dockerfile
 
     text = dockerfile(task, with_source=False)
     tag = "leaf-env:" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -12,9 +12,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from leaf_cli.tasks.globs import matcher, tree_files
-from leaf_cli.tasks.source import snapshot
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.format.globs import matcher, tree_files
+from leaf_cli.tasks.envs.source import snapshot
+from leaf_cli.tasks.format.task import Task
 
 
 def dockerfile(task: Task, *, with_source: bool = True) -> str:

@@ -34,10 +34,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.container_args import has_network, run_args
-from leaf_cli.tasks.proc import RunResult, run_process
-from leaf_cli.tasks.sandbox import Sandbox
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.container_args import has_network, run_args
+from leaf_cli.tasks.envs.proc import RunResult, run_process
+from leaf_cli.tasks.envs.sandbox import Sandbox
+from leaf_cli.tasks.format.task import Task
 
 
 class RewardSpec(BaseModel):

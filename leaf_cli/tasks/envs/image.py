@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tasks.cache import cache_key, cache_root, locked
-from leaf_cli.tasks.container_args import run_args
-from leaf_cli.tasks.docker import DockerSandbox
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.source import IGNORED, git
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.cache import cache_key, cache_root, locked
+from leaf_cli.tasks.envs.container_args import run_args
+from leaf_cli.tasks.envs.docker import DockerSandbox
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.source import IGNORED, git
+from leaf_cli.tasks.format.task import Task
 from leaf_cli.tools import Workspace
 
 IMAGE_EVAL_TYPES = ("swebench", "swebench_pro", "reward")
