@@ -50,7 +50,7 @@ def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
 
 
 def room(module: str) -> str:
-    """`leaf_cli.tasks.grade.pytest` → `tasks`; `leaf_cli.errors` → `errors`; `leaf_cli` → ''."""
+    """`leaf_cli.tasks.grading.pytest` → `tasks`; `leaf_cli.errors` → `errors`; `leaf_cli` → ''."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 

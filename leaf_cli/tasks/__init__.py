@@ -29,16 +29,16 @@ _EXPORTS = {
     "Environment": "envs.venv", "EnvBuildError": "envs.venv", "get_env": "envs.venv", "snapshot": "envs.source",
     "AttemptOutcome": "runner.attempt", "AttemptWorkspace": "runner.attempt", "extract_patch": "runner.attempt",
     "make_attempt_workspace": "runner.attempt", "run_attempt": "runner.attempt",
-    "GradeResult": "grade.verdict", "grade": "grade.pytest", "Applied": "grade.patches",
+    "GradeResult": "grading.verdict", "grade": "grading.choose", "Applied": "grading.patches",
     "Sandbox": "envs.sandbox", "make_sandbox": "envs.backends",
     "EvalConfig": "runner.eval", "run_eval": "runner.eval", "run_grading": "runner.eval",
     "AttemptResult": "runner.results", "Prediction": "runner.results", "RunDir": "runner.results",
-    "export_harbor": "format.harbor_export",
+    "export_harbor": "exporters.harbor",
     # the pieces TaskPilot and RL build their own steps from (training/ imports only this namespace)
     "agent_workspace": "runner.attempt", "workspace_diff": "runner.attempt", "matcher": "format.globs",
-    "split_files": "grade.patches", "without_paths": "grade.patches", "run_process": "envs.proc",
+    "split_files": "grading.patches", "without_paths": "grading.patches", "run_process": "envs.proc",
     "GIT_IDENTITY": "envs.source", "git": "envs.source", "single_commit_repo": "envs.source",
-    "PASSING_OUTCOMES": "grade.testrun:GOOD", "read_rows": "importers.rows", "locked": "envs.cache",
+    "PASSING_OUTCOMES": "grading.testrun:GOOD", "read_rows": "importers.rows", "locked": "envs.cache",
 }
 
 __all__ = sorted(_EXPORTS)

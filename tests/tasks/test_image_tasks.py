@@ -13,12 +13,13 @@ import pytest
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.runner.attempt import AttemptWorkspace, workspace_diff
 from leaf_cli.tasks.envs.docker import DockerSandbox
-from leaf_cli.tasks.grade.pytest import GradeResult, grade, grader_of
+from leaf_cli.tasks.grading.choose import grade, grader_of
+from leaf_cli.tasks.grading.verdict import GradeResult
 from leaf_cli.tasks.envs.image import (ContainerWorkspace, check_image_tasks, docker_problem, is_image_task,
                                   workspace_from_tree)
-from leaf_cli.tasks.grade.swebench import apply_script, grade_in_image, pro_verdict, swebench_verdict
+from leaf_cli.tasks.grading.swebench import apply_script, grade_in_image, pro_verdict, swebench_verdict
 from leaf_cli.tasks.importers import import_harbor, import_swebench_rows
-from leaf_cli.tasks.grade.log_parsers import END_MARKER, START_MARKER
+from leaf_cli.tasks.grading.log_parsers import END_MARKER, START_MARKER
 from leaf_cli.tasks.runner.eval import EvalConfig, run_eval
 from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 

@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from leaf_cli.tasks.importers import import_patcheval_rows, read_rows
-from leaf_cli.tasks.grade.reward import patcheval_command, patcheval_rewards, reward_spec
+from leaf_cli.tasks.format.reward_spec import reward_spec
+from leaf_cli.tasks.grading.patcheval import patcheval_command, patcheval_rewards
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CARD_ROW = {  # the dataset card's schema (input.json): no image field

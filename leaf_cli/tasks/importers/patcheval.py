@@ -25,7 +25,8 @@ import re
 from typing import Any
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.grade.reward import RewardSpec, patcheval_command
+from leaf_cli.tasks.format.reward_spec import RewardSpec
+from leaf_cli.tasks.grading.patcheval import patcheval_command
 from leaf_cli.tasks.format.task import Task
 
 PATCH_PATH = "/workspace/fix.patch"

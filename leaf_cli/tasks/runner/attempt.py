@@ -16,7 +16,7 @@ from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.envs.venv import Environment
 from leaf_cli.tasks.format.globs import matcher
 from leaf_cli.tasks.envs.image import ImageSession, image_tree, is_image_task, keeps_tree, workspace_from_tree
-from leaf_cli.tasks.grade.patches import without_paths
+from leaf_cli.tasks.grading.patches import without_paths
 from leaf_cli.tasks.envs.sandbox import BwrapSandbox, Sandbox
 from leaf_cli.tasks.envs.source import git, single_commit_repo, snapshot
 from leaf_cli.tasks.format.task import Task

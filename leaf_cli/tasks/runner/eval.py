@@ -27,7 +27,8 @@ from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.llm.engine import Engine, Sampling
 from leaf_cli.tasks.runner.attempt import make_attempt_workspace, run_attempt
 from leaf_cli.tasks.envs.venv import EnvBuildError, get_env
-from leaf_cli.tasks.grade.pytest import GradeResult, grade, grader_of
+from leaf_cli.tasks.grading.choose import grade, grader_of
+from leaf_cli.tasks.grading.verdict import GradeResult
 from leaf_cli.tasks.envs.image import ImageSession, check_image_tasks, is_image_task
 from leaf_cli.tasks.runner.results import AttemptResult, Prediction, RunDir
 from leaf_cli.tasks.envs.sandbox import Sandbox

@@ -11,7 +11,10 @@ import pytest
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.importers import import_harbor, import_patcheval_rows, read_rows
-from leaf_cli.tasks.grade.reward import grade_reward, read_reward, reward_spec, rewrite
+from leaf_cli.tasks.envs.path_rewrite import rewrite
+from leaf_cli.tasks.format.reward_spec import reward_spec
+from leaf_cli.tasks.grading.harbor import read_reward
+from leaf_cli.tasks.grading.reward import grade_reward
 from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
 TEST_SH = """#!/bin/bash

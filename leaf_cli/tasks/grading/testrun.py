@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from leaf_cli.tasks.envs.venv import Environment
-from leaf_cli.tasks.grade.pytest_plugin import PLUGIN_DIR, PLUGIN_NAME
+from leaf_cli.tasks.grading.pytest_plugin import PLUGIN_DIR, PLUGIN_NAME
 from leaf_cli.tasks.envs.sandbox import Sandbox
 
 GOOD = {"passed", "xfailed"}
