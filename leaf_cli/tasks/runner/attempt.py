@@ -1,7 +1,7 @@
 """One attempt: a fresh single-commit workspace, the agent's episode under a harness, and the patch without
 protected paths. Local tasks start from their repository snapshot and run Bash in the host sandbox; image
 tasks (SWE-bench, Pro, Harbor, PatchEval imports) start from their image's workdir and run Bash in a container
-of the image (`image.py`)."""
+of the image (`envs/image.py`)."""
 
 from __future__ import annotations
 

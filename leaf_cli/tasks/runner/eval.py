@@ -2,7 +2,7 @@
 
 Image tasks (SWE-bench, Pro, Harbor, PatchEval imports) need the docker sandbox and a Docker daemon: a run
 that has them checks both before any attempt starts and stops with one line naming what is missing, never
-recording such tasks as unresolved. Their agent works in a container of the image (`image.ImageSession`);
+recording such tasks as unresolved. Their agent works in a container of the image (`envs.image.ImageSession`);
 a Harbor task is graded in that same container before it goes, the others from the patch afterwards.
 
 Attempts run on an executor (`leaf_cli.executor`): threads in this process by default (an attempt spends
