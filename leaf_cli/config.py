@@ -25,6 +25,10 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from pydantic_settings import TomlConfigSettingsSource
 
 from leaf_cli.errors import LeafError
+from leaf_cli.tools.sandboxes import AGENT, offered
+
+AGENT_SANDBOXES = offered(AGENT)
+"""The `sandbox` setting's values, from the one registry (tools/sandboxes.py)."""
 
 REPO_CONFIG = ".leaf.toml"
 RESTRICTED = ("mode", "pass_env", "sandbox", "network", "base_url", "api_key", "sandbox_home")
@@ -42,7 +46,7 @@ class Settings(BaseSettings):
     max_turns: int = Field(100, ge=1, description="Most assistant turns per run.")
     max_time: float = Field(3000.0, gt=0, description="Wall-clock limit of a run in seconds.")
     mode: Literal["ask", "auto-edit", "yolo"] | None = Field(None, description="Permission mode; ask on a terminal, yolo without one.")
-    sandbox: Literal["auto", "bwrap", "sandbox-exec", "none"] = Field(
+    sandbox: Literal[AGENT_SANDBOXES] = Field(
         "auto", description="Where the agent's commands run: auto is bubblewrap on Linux and sandbox-exec on macOS; "
                             "none runs them unsandboxed (with a warning).")
     network: bool = Field(False, description="Let the sandboxed commands reach the network.")

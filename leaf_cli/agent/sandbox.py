@@ -36,8 +36,10 @@ from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, 
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.tools.bwrap import PRIVATE_TMP, lost_cover, without_vanished
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
+from leaf_cli.tools.sandboxes import AGENT, check, offered
 
-SANDBOXES = ("auto", "bwrap", "sandbox-exec", "none")
+SANDBOXES = offered(AGENT)
+"""The agent's sandboxes (auto / bwrap / sandbox-exec / none), from the one registry (tools/sandboxes.py)."""
 
 # Under the home folder: where credentials live. The sandbox's home shows only an allowlist of toolchain
 # folders (sandbox_home.py); these stay hidden even inside a folder the user adds to it (and on macOS).
@@ -259,9 +261,7 @@ def _alive(pid: int) -> bool:
 
 def resolve_kind(kind: str) -> str:
     """`auto` becomes this platform's sandbox (none where leaf has none); an unknown name lists the valid ones."""
-    if kind not in SANDBOXES:
-        raise LeafError(f"unknown sandbox {kind!r}; choose one of: {', '.join(SANDBOXES)}")
-    if kind != "auto":
+    if check(kind, AGENT) != "auto":
         return kind
     if sys.platform == "darwin":
         return "sandbox-exec"
@@ -343,7 +343,7 @@ def with_shell(sandbox: Callable[[], list[str]], tmp_dir: Path, env: dict[str, s
     `sandbox` builds a bwrap argv (ending in `--`) that binds `tmp_dir` as /tmp, anew for each bwrap started
     (the host's sockets are listed as it is built: `AgentSandbox.fresh`); `env` is the holder's own
     environment (visible inside through /proc, so never leaf's secrets). `leaf fix` and `leaf eval`'s
-    attempts (tasks/attempt.py) both run their Bash calls through this one mechanism."""
+    attempts (tasks/runner/attempt.py) both run their Bash calls through this one mechanism."""
     from leaf_cli.agent import sandbox_shell
 
     shell_dir = tmp_dir / ".leaf"

@@ -105,9 +105,9 @@ def run(
     from leaf_cli.agent.harness import get_harness
     from leaf_cli.llm.engine import Sampling
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_eval
-    from leaf_cli.tasks.image import check_image_tasks
-    from leaf_cli.tasks.presets import get_preset
-    from leaf_cli.tasks.runner import pending_jobs
+    from leaf_cli.tasks.envs.image import check_image_tasks
+    from leaf_cli.tasks.runner.presets import get_preset
+    from leaf_cli.tasks.runner.eval import pending_jobs
 
     task_file = _load(tasks)
     chosen = get_preset(preset) if preset else None
@@ -159,7 +159,7 @@ def grade(
       leaf eval grade predictions.jsonl --tasks tasks.jsonl --out runs/graded
     """
     from leaf_cli.tasks import EvalConfig, make_sandbox, run_grading
-    from leaf_cli.tasks.image import check_image_tasks
+    from leaf_cli.tasks.envs.image import check_image_tasks
 
     if sum([predictions is not None, gold, empty]) != 1:
         raise fail("give exactly one of PREDICTIONS, --gold or --empty")
@@ -191,8 +191,8 @@ def compare(
     from rich.console import Console
     from rich.table import Table
 
-    from leaf_cli.tasks.results import task_rates
-    from leaf_cli.tasks.stats import paired_difference
+    from leaf_cli.tasks.runner.results import task_rates
+    from leaf_cli.tasks.runner.stats import paired_difference
 
     rates = []
     for folder in (dir_a, dir_b):
@@ -230,7 +230,7 @@ def _executor(ray: str | None, job_name: str):  # noqa: ANN202 - an Executor, or
 def _sandbox_name(given: str | None, preset: str | None, tasks: list) -> str | None:
     """The sandbox: the user's, else the preset's, else docker when any task runs in its image, else the
     default (bwrap where installed)."""
-    from leaf_cli.tasks.image import is_image_task
+    from leaf_cli.tasks.envs.image import is_image_task
 
     if given:
         return given

@@ -23,21 +23,22 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "DEFAULT_PROTECTED_PATHS": "task", "InstallConfig": "task", "Task": "task", "TaskFile": "task",
-    "TaskLineError": "task", "Timeouts": "task", "dump_tasks": "task", "load_tasks": "task",
-    "Environment": "env", "EnvBuildError": "env", "get_env": "env", "snapshot": "source",
-    "AttemptOutcome": "attempt", "AttemptWorkspace": "attempt", "extract_patch": "attempt",
-    "make_attempt_workspace": "attempt", "run_attempt": "attempt",
-    "GradeResult": "verdict", "grade": "grading", "Applied": "patches",
-    "Sandbox": "sandbox", "make_sandbox": "backends",
-    "EvalConfig": "runner", "run_eval": "runner", "run_grading": "runner",
-    "AttemptResult": "results", "Prediction": "results", "RunDir": "results",
-    "export_harbor": "harbor",
+    "DEFAULT_PROTECTED_PATHS": "format.task", "InstallConfig": "format.task", "Task": "format.task",
+    "TaskFile": "format.task", "TaskLineError": "format.task", "Timeouts": "format.task",
+    "dump_tasks": "format.task", "load_tasks": "format.task",
+    "Environment": "envs.venv", "EnvBuildError": "envs.venv", "get_env": "envs.venv", "snapshot": "envs.source",
+    "AttemptOutcome": "runner.attempt", "AttemptWorkspace": "runner.attempt", "extract_patch": "runner.attempt",
+    "make_attempt_workspace": "runner.attempt", "run_attempt": "runner.attempt",
+    "GradeResult": "grading.verdict", "grade": "grading.choose", "Applied": "grading.patches",
+    "Sandbox": "envs.sandbox", "make_sandbox": "envs.backends",
+    "EvalConfig": "runner.eval", "run_eval": "runner.eval", "run_grading": "runner.eval",
+    "AttemptResult": "runner.results", "Prediction": "runner.results", "RunDir": "runner.results",
+    "export_harbor": "exporters.harbor",
     # the pieces TaskPilot and RL build their own steps from (training/ imports only this namespace)
-    "agent_workspace": "attempt", "workspace_diff": "attempt", "matcher": "globs",
-    "split_files": "patches", "without_paths": "patches", "run_process": "proc",
-    "GIT_IDENTITY": "source", "git": "source", "single_commit_repo": "source",
-    "PASSING_OUTCOMES": "testrun:GOOD", "read_rows": "importers.rows", "locked": "cache",
+    "agent_workspace": "runner.attempt", "workspace_diff": "runner.attempt", "matcher": "format.globs",
+    "split_files": "grading.patches", "without_paths": "grading.patches", "run_process": "envs.proc",
+    "GIT_IDENTITY": "envs.source", "git": "envs.source", "single_commit_repo": "envs.source",
+    "PASSING_OUTCOMES": "grading.testrun:GOOD", "read_rows": "importers.rows", "locked": "envs.cache",
 }
 
 __all__ = sorted(_EXPORTS)

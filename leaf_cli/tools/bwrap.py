@@ -1,7 +1,7 @@
 """The bubblewrap command line leaf runs untrusted commands under (the agent's Bash, graded tests).
 
 One builder for both users: the agent's sandbox (leaf_cli/agent/sandbox.py) and the eval sandbox
-(leaf_cli/tasks/sandbox.py).
+(leaf_cli/tasks/envs/sandbox.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Bash already runs inside the sandbox; the file tools would run in leaf's own process on the host, where a
 path check is all that stands between the agent and the user's files, and a symlink swapped between the
 check and the open wins that race. So every sandboxed episode's workspace gets a `ToolHost`: `leaf eval`,
-TaskPilot and RL (tasks/attempt.py; unconfined, the tools use any path as FrogNano's harness did, its
+TaskPilot and RL (tasks/runner/attempt.py; unconfined, the tools use any path as FrogNano's harness did, its
 sandbox being the container) and `leaf fix`, `leaf chat` and `leaf replay` (agent/sandbox.py; `--confined`,
 the path policy of `leaf fix`, whose refusals then only explain what the sandbox would stop).
 `python -m leaf_cli.tools.host [--confined] ROOT` is started under the sandbox's argv prefix at the

@@ -11,7 +11,7 @@ from leaf_cli.agent.harness import HARNESSES, get_harness, turn_limit_summary
 from leaf_cli.agent.prompt import SYSTEM_PROMPT
 from leaf_cli.errors import LeafError
 from leaf_cli.llm.replay import ReplayEngine
-from leaf_cli.tasks.results import AttemptResult
+from leaf_cli.tasks.runner.results import AttemptResult
 from leaf_cli.tools import TOOLS, Workspace
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from leaf_cli.agent.sandbox import AgentSandbox, open_sandbox
 from leaf_cli.llm.messages import ToolCall
-from leaf_cli.tasks.sandbox import BwrapSandbox
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox
 from leaf_cli.tools import Workspace, run_tool_call
 
 PROBE = """

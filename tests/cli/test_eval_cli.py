@@ -174,7 +174,7 @@ def _swebench_file(tmp_path: Path) -> Path:
 def test_image_tasks_without_docker_stop_at_once(app, tmp_path: Path) -> None:
     """A SWE-bench import under the paper's preset: no Docker daemon here, so one line says so and nothing
     runs (no attempt is recorded as unresolved)."""
-    from leaf_cli.tasks.image import docker_problem
+    from leaf_cli.tasks.envs.image import docker_problem
 
     tasks = _swebench_file(tmp_path)
     script = _script(tmp_path / "s.jsonl", [{"content": "done"}])

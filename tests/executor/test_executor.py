@@ -13,7 +13,7 @@ from leaf_cli.errors import LeafError
 from leaf_cli.executor import ExecutorConfig, Job, LocalExecutor, Needs, make_executor, parse_ray_address
 from leaf_cli.executor.artifacts import pack, rebased, unpack
 from leaf_cli.executor.config import from_flag
-from leaf_cli.executor.placement import needs_of
+from leaf_cli.tasks.runner.placement import needs_of
 from leaf_cli.tasks import Task
 
 
@@ -82,7 +82,7 @@ def test_local_executor_runs_jobs_in_threads_and_propagates_errors(tmp_path: Pat
 
 def test_leaf_help_and_local_runs_never_import_ray() -> None:
     code = ("import sys\nfrom leaf_cli.cli.main import app\nfrom typer.testing import CliRunner\n"
-            "CliRunner().invoke(app, ['--help'])\nimport leaf_cli.executor, leaf_cli.tasks.runner\n"
+            "CliRunner().invoke(app, ['--help'])\nimport leaf_cli.executor, leaf_cli.tasks.runner.eval\n"
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

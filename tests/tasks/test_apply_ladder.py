@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from leaf_cli.tasks.image_grading import RESET, apply_script
-from leaf_cli.tasks.patches import Applied, apply_patch
+from leaf_cli.tasks.grading.swebench import RESET, apply_script
+from leaf_cli.tasks.grading.patches import Applied, apply_patch
 
 from .official import constant
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.tasks import extract_patch, get_env, grade, make_attempt_workspace, make_sandbox
-from leaf_cli.tasks.docker import DockerSandbox
+from leaf_cli.tasks.envs.docker import DockerSandbox
 from leaf_cli.errors import LeafError
 
 from .conftest import SECOND_BUG, SECOND_OK

@@ -12,7 +12,7 @@ import pytest
 from leaf_cli.agent import Limits
 from leaf_cli.llm.replay import ReplayEngine
 from leaf_cli.tasks import get_env, make_attempt_workspace, make_sandbox
-from leaf_cli.tasks.attempt import agent_workspace, run_attempt
+from leaf_cli.tasks.runner.attempt import agent_workspace, run_attempt
 from leaf_cli.tools import host as host_module
 from leaf_cli.tools.host import leaf_root
 

@@ -13,9 +13,9 @@ from typing import Iterator
 
 import pytest
 
-from leaf_cli.tasks.env import get_env
-from leaf_cli.tasks.sandbox import BwrapSandbox, SubprocessSandbox
-from leaf_cli.tasks.task import InstallConfig, Task
+from leaf_cli.tasks.envs.venv import get_env
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, SubprocessSandbox
+from leaf_cli.tasks.format.task import InstallConfig, Task
 
 
 def git(cwd: Path, *args: str) -> str:

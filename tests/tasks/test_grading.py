@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.tasks import Applied, Task, grade, make_sandbox
-from leaf_cli.tasks.sandbox import SubprocessSandbox
+from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
 from .conftest import SECOND_BUG, SECOND_OK, TAKE_BUG, TESTS
 

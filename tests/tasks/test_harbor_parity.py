@@ -12,14 +12,17 @@ import pytest
 
 from leaf_cli.agent import Limits
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks import image as image_module
-from leaf_cli.tasks import reward as reward_module
-from leaf_cli.tasks.attempt import attempt_limits
-from leaf_cli.tasks.container_args import run_args
-from leaf_cli.tasks.image import ImageSession
+from leaf_cli.tasks.envs import image as image_module
+from leaf_cli.tasks.envs import verifier_runs as verifier_runs_module
+from leaf_cli.tasks.grading import reward as reward_module
+from leaf_cli.tasks.runner.attempt import attempt_limits
+from leaf_cli.tasks.envs.container_args import run_args
+from leaf_cli.tasks.envs.image import ImageSession
 from leaf_cli.tasks.importers import harbor_import
-from leaf_cli.tasks.proc import RunResult
-from leaf_cli.tasks.reward import read_reward, reward_spec, separate_verifier_argv
+from leaf_cli.tasks.envs.proc import RunResult
+from leaf_cli.tasks.envs.verifier_runs import separate_verifier_argv
+from leaf_cli.tasks.format.reward_spec import reward_spec
+from leaf_cli.tasks.grading.harbor import read_reward
 
 from .official import load
 
@@ -132,7 +135,7 @@ def test_stale_rewards_are_deleted_before_the_verifier(tmp_path: Path, monkeypat
             (Path(argv[3]) / "reward.txt").write_text("0\n")
         return RunResult(argv=list(argv), returncode=0, stdout="", stderr="", seconds=0.1)
 
-    monkeypatch.setattr(reward_module, "run_process", fake_run)
+    monkeypatch.setattr(verifier_runs_module, "run_process", fake_run)
     result = reward_module.grade_reward(task, _NoSandbox(), workspace=tmp_path, container="agent-1")
     removes = [i for i, c in enumerate(calls) if c[:4] == ["docker", "exec", "agent-1", "rm"]]
     verify = [i for i, c in enumerate(calls) if "bash /tests/test.sh" in c]
@@ -146,9 +149,9 @@ def test_the_verifier_phase_gets_its_own_network(tmp_path: Path) -> None:
     task_folder(tmp_path, "phase-override", TOMLS["phase-override"])
     task_folder(tmp_path, "defaults", TOMLS["defaults"])
     tasks = {t.instance_id: t for t in harbor_import(tmp_path).tasks}
-    assert reward_module.network_switch(tasks["phase-override"], "c1") == [
+    assert verifier_runs_module.network_switch(tasks["phase-override"], "c1") == [
         ["docker", "network", "disconnect", "none", "c1"], ["docker", "network", "connect", "bridge", "c1"]]
-    assert reward_module.network_switch(tasks["defaults"], "c1") == []
+    assert verifier_runs_module.network_switch(tasks["defaults"], "c1") == []
 
 
 class _NoSandbox:
@@ -182,6 +185,6 @@ def test_agent_timeout_is_the_attempt_limit(tmp_path: Path) -> None:
     assert attempt_limits(task, None).max_seconds == 60.0
     assert attempt_limits(task, Limits(max_seconds=3000)).max_seconds == 60.0  # the run's longer limit is capped
     with pytest.raises(LeafError, match="separate container"):
-        from leaf_cli.tasks.sandbox import SubprocessSandbox
+        from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
         reward_module.grade_reward(task, SubprocessSandbox(), workspace=tmp_path)

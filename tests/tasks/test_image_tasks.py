@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.attempt import AttemptWorkspace, workspace_diff
-from leaf_cli.tasks.docker import DockerSandbox
-from leaf_cli.tasks.grading import GradeResult, grade, grader_of
-from leaf_cli.tasks.image import (ContainerWorkspace, check_image_tasks, docker_problem, is_image_task,
+from leaf_cli.tasks.runner.attempt import AttemptWorkspace, workspace_diff
+from leaf_cli.tasks.envs.docker import DockerSandbox
+from leaf_cli.tasks.grading.choose import grade, grader_of
+from leaf_cli.tasks.grading.verdict import GradeResult
+from leaf_cli.tasks.envs.image import (ContainerWorkspace, check_image_tasks, docker_problem, is_image_task,
                                   workspace_from_tree)
-from leaf_cli.tasks.image_grading import apply_script, grade_in_image, pro_verdict, swebench_verdict
+from leaf_cli.tasks.grading.swebench import apply_script, grade_in_image, pro_verdict, swebench_verdict
 from leaf_cli.tasks.importers import import_harbor, import_swebench_rows
-from leaf_cli.tasks.log_parsers import END_MARKER, START_MARKER
-from leaf_cli.tasks.runner import EvalConfig, run_eval
-from leaf_cli.tasks.sandbox import SubprocessSandbox
+from leaf_cli.tasks.grading.log_parsers import END_MARKER, START_MARKER
+from leaf_cli.tasks.runner.eval import EvalConfig, run_eval
+from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
 from .importers.test_harbor_patcheval import harbor_task_dir
 from .importers.test_swebench import verified_row

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from leaf_cli.tasks.log_parsers import (END_MARKER, START_MARKER, exit_code, get_parser, lookup, parse_django,
+from leaf_cli.tasks.grading.log_parsers import (END_MARKER, START_MARKER, exit_code, get_parser, lookup, parse_django,
                                         parse_matplotlib, parse_pro_output, parse_pytest, parse_pytest_options,
                                         parse_pytest_v2, parse_seaborn, parse_sympy, run_pro_parser)
-from leaf_cli.tasks.log_parsers import test_section as section_of
+from leaf_cli.tasks.grading.log_parsers import test_section as section_of
 
 PYTEST_LOG = """\
 ============================= test session starts ==============================

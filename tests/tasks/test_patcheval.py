@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from leaf_cli.tasks.importers import import_patcheval_rows, read_rows
-from leaf_cli.tasks.reward import patcheval_command, patcheval_rewards, reward_spec
+from leaf_cli.tasks.format.reward_spec import reward_spec
+from leaf_cli.tasks.grading.patcheval import patcheval_command, patcheval_rewards
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CARD_ROW = {  # the dataset card's schema (input.json): no image field
@@ -185,8 +186,8 @@ def test_patcheval_tasks_grade_both_ways_in_one_container() -> None:
 def test_the_agent_container_hides_the_scripts_and_has_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The PoC, prepare/fix-run/unit_test scripts and fix.patch live in /workspace, above the repository the
     agent gets: the agent's container covers /workspace with an empty tmpfs and mounts only the repository."""
-    from leaf_cli.tasks import image as image_module
-    from leaf_cli.tasks.image import ImageSession
+    from leaf_cli.tasks.envs import image as image_module
+    from leaf_cli.tasks.envs.image import ImageSession
 
     [task] = import_patcheval_rows([CARD_ROW])
     seen: list[list[str]] = []
@@ -199,7 +200,7 @@ def test_the_agent_container_hides_the_scripts_and_has_no_network(tmp_path: Path
 
 def test_summary_reports_both_patcheval_rates() -> None:
     """PatchEval reports a strict rate and a PoC-only rate over the same attempts; summary.json does too."""
-    from leaf_cli.tasks.results import AttemptResult, summary_of
+    from leaf_cli.tasks.runner.results import AttemptResult, summary_of
 
     def attempt(cve: str, strict: float, poc: float) -> AttemptResult:
         return AttemptResult(instance_id=cve, attempt=0, repo=cve, model="m", resolved=bool(strict),

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.presets import PRESETS, get_preset, paper_report
+from leaf_cli.tasks.runner.presets import PRESETS, get_preset, paper_report
 
 
 @pytest.mark.parametrize("name", ["swebench-verified", "swebench-pro", "terminal-bench-2", "patcheval"])

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.backends import make_sandbox
-from leaf_cli.tasks.sandbox import BwrapSandbox, SubprocessSandbox
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.backends import make_sandbox
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, SubprocessSandbox
 
 NEEDS_BWRAP = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap is not installed (apt-get install -y bubblewrap)")
@@ -74,7 +74,7 @@ def test_bwrap_commands_given_one_tmp_share_it_and_others_get_a_fresh_one(tmp_pa
 
 
 def test_subprocess_ignores_tmp_and_docker_binds_it(tmp_path: Path) -> None:
-    from leaf_cli.tasks.docker import DockerSandbox
+    from leaf_cli.tasks.envs.docker import DockerSandbox
 
     argv = ["true"]
     assert SubprocessSandbox().wrap(argv, cwd=tmp_path, writable=[tmp_path], tmp=tmp_path / "t") == argv

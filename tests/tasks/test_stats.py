@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from leaf_cli.tasks.stats import (clustered_standard_error, paired_difference, pass_at_k, pass_pow_k,
+from leaf_cli.tasks.runner.stats import (clustered_standard_error, paired_difference, pass_at_k, pass_pow_k,
                                   standard_error, summarize)
 
 

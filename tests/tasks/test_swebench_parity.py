@@ -12,9 +12,9 @@ import pytest
 
 from leaf_cli.tasks.importers import import_swebench_rows
 from leaf_cli.tasks.importers.swebench_specs import eval_script, own_eval_script, repo_spec
-from leaf_cli.tasks.image_grading import swebench_verdict
-from leaf_cli.tasks.log_parsers import get_parser, parser_key
-from leaf_cli.tasks.verdict import GradeResult
+from leaf_cli.tasks.grading.swebench import swebench_verdict
+from leaf_cli.tasks.grading.log_parsers import get_parser, parser_key
+from leaf_cli.tasks.grading.verdict import GradeResult
 
 from .official import load, site, suites
 

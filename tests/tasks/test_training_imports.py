@@ -50,6 +50,6 @@ def test_every_name_training_takes_from_tasks_is_exported() -> None:
 
 
 def test_the_rule_catches_a_submodule_and_a_private_import(tmp_path: Path) -> None:
-    (tmp_path / "bad.py").write_text("def f():\n    from leaf_cli.tasks.attempt import agent_workspace\n"
+    (tmp_path / "bad.py").write_text("def f():\n    from leaf_cli.tasks.runner.attempt import agent_workspace\n"
                                      "from leaf_cli.llm.openai import _request\nimport leaf_cli._internal\n")
     assert [v.split(":")[1].split()[0] for v in violations(tmp_path)] == ["2", "3", "4"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leaf_cli.llm.messages import ToolCall
-from leaf_cli.tasks.sandbox import BwrapSandbox
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox
 from leaf_cli.tools import Workspace, run_tool_call
 from leaf_cli.tools import host as host_module
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root

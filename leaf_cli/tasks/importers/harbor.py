@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.reward import RewardSpec
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.format.reward_spec import RewardSpec
+from leaf_cli.tasks.format.task import Task
 
 DEFAULT_WORKDIR = "/app"
 """Terminal-Bench images work in /app when their Dockerfile sets no WORKDIR."""
@@ -187,18 +186,3 @@ def local_image_tag(folder: Path) -> str:
         digest.update(path.relative_to(env_dir).as_posix().encode() + b"\0" + path.read_bytes())
     slug = re.sub(r"[^a-z0-9_.-]+", "-", folder.name.lower()).strip("-.") or "task"
     return f"leaf-harbor/{slug}:{digest.hexdigest()[:12]}"
-
-
-def ensure_image(task: Task) -> str:
-    """Build the task's image from environment/ unless Docker already has it. Needs a Docker daemon."""
-    from leaf_cli.tasks.docker import DockerSandbox
-
-    DockerSandbox().prepare()
-    extra = task.model_extra or {}
-    image, env_dir = str(extra["image_name"]), (extra.get("harbor") or {}).get("environment_dir")
-    if run_process(["docker", "image", "inspect", image], cwd=Path.cwd(), timeout=60).ok or env_dir is None:
-        return image
-    built = run_process(["docker", "build", "-t", image, env_dir], cwd=Path(env_dir), timeout=task.timeouts.build_s)
-    if not built.ok:
-        raise LeafError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}")
-    return image

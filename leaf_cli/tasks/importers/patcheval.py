@@ -12,10 +12,10 @@ Three shapes of record are read:
   statement's vulnerable file paths.
 A record without `work_dir` works in /workspace/<repository name>, where the images keep the repository.
 
-Grading is PatchEval's strict success (`reward.py`): prepare.sh + fix-run.sh, then prepare.sh + unit_test.sh;
+Grading is PatchEval's strict success (`grading/patcheval.py`): prepare.sh + fix-run.sh, then prepare.sh + unit_test.sh;
 both its rates (strict, PoC-only) are reported. The gold fix (`vul_patch`, `fix_func`) is kept as the task's
 `patch` for `leaf eval grade --gold`, never in the statement, and the container hides /workspace's scripts
-from the agent (`image.ImageSession`).
+from the agent (`envs.image.ImageSession`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import re
 from typing import Any
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.reward import RewardSpec, patcheval_command
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.format.reward_spec import RewardSpec
+from leaf_cli.tasks.grading.patcheval import patcheval_command
+from leaf_cli.tasks.format.task import Task
 
 PATCH_PATH = "/workspace/fix.patch"
 IMAGE = "ghcr.io/anonymous2578-data/{cve}:latest"

@@ -19,8 +19,8 @@ from typing import Any
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.importers.rows import string_list
 from leaf_cli.tasks.importers.swebench_specs import directives, eval_script, own_eval_script, repo_spec
-from leaf_cli.tasks.log_parsers import parser_key
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.grading.log_parsers import parser_key
+from leaf_cli.tasks.format.task import Task
 
 SWEBENCH_IMAGE = "swebench/sweb.eval.x86_64.{key}:latest"
 PRO_IMAGE = "jefzda/sweap-images:{tag}"

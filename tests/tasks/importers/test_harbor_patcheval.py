@@ -11,8 +11,11 @@ import pytest
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.importers import import_harbor, import_patcheval_rows, read_rows
-from leaf_cli.tasks.reward import grade_reward, read_reward, reward_spec, rewrite
-from leaf_cli.tasks.sandbox import SubprocessSandbox
+from leaf_cli.tasks.envs.path_rewrite import rewrite
+from leaf_cli.tasks.format.reward_spec import reward_spec
+from leaf_cli.tasks.grading.harbor import read_reward
+from leaf_cli.tasks.grading.reward import grade_reward
+from leaf_cli.tasks.envs.sandbox import SubprocessSandbox
 
 TEST_SH = """#!/bin/bash
 # Terminal-Bench style verifier: check the agent's output in /app, write the reward under /logs/verifier.
@@ -140,7 +143,7 @@ def test_patcheval_on_a_host_sandbox_says_it_needs_docker(tmp_path: Path) -> Non
 
 
 def test_docker_path_stops_at_once_without_a_daemon(tmp_path: Path) -> None:
-    from leaf_cli.tasks.docker import DockerSandbox
+    from leaf_cli.tasks.envs.docker import DockerSandbox
 
     sandbox = DockerSandbox()
     try:

@@ -40,7 +40,7 @@ def cache_dir() -> Path:
 def site(name: str) -> Path:
     """The folder `name`'s packages were installed into; skips the test when pip cannot get them. One
     installer at a time per folder: the suite's xdist workers (and other sessions) share the cache."""
-    from leaf_cli.tasks.cache import locked
+    from leaf_cli.tasks.envs.cache import locked
 
     target = cache_dir() / name
     with locked(target.with_name(name + ".lock")):

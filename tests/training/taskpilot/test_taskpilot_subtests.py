@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from leaf_cli.tasks.log_parsers import parse_pytest
+from leaf_cli.tasks.grading.log_parsers import parse_pytest
 from leaf_train.taskpilot.suite import PASSING, PROBE_DIR
 
 TESTS = '''import unittest

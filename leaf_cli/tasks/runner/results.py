@@ -12,9 +12,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from leaf_cli.agent.harness import turn_limit_summary
-from leaf_cli.tasks.presets import paper_report
-from leaf_cli.tasks.stats import summarize
-from leaf_cli.tasks.testrun import GOOD
+from leaf_cli.tasks.runner.presets import paper_report
+from leaf_cli.tasks.runner.stats import summarize
+from leaf_cli.tasks.grading.testrun import GOOD
 
 
 class AttemptResult(BaseModel):

@@ -5,7 +5,7 @@ The ladder (`run_evaluation.py` of swebench 5.0.2): `git apply --verbose`, `--3w
 hunks it could apply behind, and without the reset 4.1.0's `patch` rung found hunk 1 "already applied",
 reversed it and failed); when every rung fails, `git apply --check --reverse` accepts a patch the tree
 already holds. The same ladder runs here (leaf's own grading) and in the grading containers
-(`image_grading.apply_script`), from the one table below.
+(`swebench.apply_script`), from the one table below.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.envs.proc import run_process
 
 _HEADER = re.compile(r"^diff --git (?:\"?a/(.+?)\"?) (?:\"?b/(.+?)\"?)$")
 

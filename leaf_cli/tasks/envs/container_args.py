@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.format.task import Task
 
 Phase = Literal["agent", "verifier"]
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tasks.cache import cache_key, cache_root, locked
-from leaf_cli.tasks.container_args import run_args
-from leaf_cli.tasks.docker import DockerSandbox
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.source import IGNORED, git
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.cache import cache_key, cache_root, locked
+from leaf_cli.tasks.envs.container_args import run_args
+from leaf_cli.tasks.envs.docker import DockerSandbox, build_harbor_image
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.source import IGNORED, git
+from leaf_cli.tasks.format.task import Task
 from leaf_cli.tools import Workspace
 
 IMAGE_EVAL_TYPES = ("swebench", "swebench_pro", "reward")
@@ -91,11 +91,9 @@ def check_image_tasks(tasks: list[Task], sandbox_name: str) -> None:
 
 def ensure_image(task: Task) -> str:
     """The task's image, present locally: built (Harbor environment/) or pulled when missing."""
-    from leaf_cli.tasks.importers.harbor import ensure_image as build_harbor
-
     image = image_of(task)
     if (task.model_extra or {}).get("harbor"):
-        return build_harbor(task)
+        return build_harbor_image(task)
     if docker(["image", "inspect", image], timeout=60, check=False) is None:
         docker(["pull", image], timeout=task.timeouts.build_s, what=f"cannot pull {image}")
     return image

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from leaf_cli.tasks.testrun import GOOD
+from leaf_cli.tasks.grading.testrun import GOOD
 
 
 class GradeResult(BaseModel):

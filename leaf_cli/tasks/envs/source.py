@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.cache import cache_key, cache_root, locked
-from leaf_cli.tasks.globs import matcher, tree_files
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.cache import cache_key, cache_root, locked
+from leaf_cli.tasks.format.globs import matcher, tree_files
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.format.task import Task
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "leaf", "GIT_AUTHOR_EMAIL": "leaf@localhost", "GIT_COMMITTER_NAME": "leaf",

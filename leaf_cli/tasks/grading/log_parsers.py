@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from leaf_cli.tasks.proc import run_process
+from leaf_cli.tasks.envs.proc import run_process
 
 FAILED, PASSED, SKIPPED, ERROR, XFAIL = "FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL"
 STATUSES = (FAILED, PASSED, SKIPPED, ERROR, XFAIL)

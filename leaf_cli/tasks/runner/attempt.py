@@ -1,7 +1,7 @@
 """One attempt: a fresh single-commit workspace, the agent's episode under a harness, and the patch without
 protected paths. Local tasks start from their repository snapshot and run Bash in the host sandbox; image
 tasks (SWE-bench, Pro, Harbor, PatchEval imports) start from their image's workdir and run Bash in a container
-of the image (`image.py`)."""
+of the image (`envs/image.py`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from leaf_cli.agent import EpisodeHooks, Limits, Trajectory, run_episode
 from leaf_cli.agent.harness import get_harness
 from leaf_cli.agent.sandbox import with_shell
 from leaf_cli.llm.engine import Engine, Sampling
-from leaf_cli.tasks.env import Environment
-from leaf_cli.tasks.globs import matcher
-from leaf_cli.tasks.image import ImageSession, image_tree, is_image_task, keeps_tree, workspace_from_tree
-from leaf_cli.tasks.patches import without_paths
-from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox
-from leaf_cli.tasks.source import git, single_commit_repo, snapshot
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.venv import Environment
+from leaf_cli.tasks.format.globs import matcher
+from leaf_cli.tasks.envs.image import ImageSession, image_tree, is_image_task, keeps_tree, workspace_from_tree
+from leaf_cli.tasks.grading.patches import without_paths
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, Sandbox
+from leaf_cli.tasks.envs.source import git, single_commit_repo, snapshot
+from leaf_cli.tasks.format.task import Task
 from leaf_cli.tools import Workspace
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 

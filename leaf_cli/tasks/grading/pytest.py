@@ -1,12 +1,5 @@
-"""Grade a patch: the one switch between graders, and leaf's own pytest grading.
-
-`grade` picks the grader in one place:
-- a task with a `reward` spec (Harbor / Terminal-Bench 2.0, PatchEval) is graded by its verifier script and
-  the reward it writes (`reward.py`): Harbor in the agent's workspace, PatchEval with the patch;
-- a SWE-bench or SWE-bench Pro import (`eval_type` swebench / swebench_pro) runs the benchmark's own grading
-  script in a fresh container of its image and parses the log with the recorded parser (`image_grading.py`);
-- every other task is graded here: a fresh copy, the patch applied, protected and hidden files restored,
-  the test patch applied, F2P and P2P run by node id through leaf's pytest plugin.
+"""Leaf's own grading: a fresh copy, the patch applied, protected and hidden files restored, the test patch
+applied, F2P and P2P run by node id through leaf's pytest plugin.
 
 Resolved = every F2P passed and every P2P passed (the issue's rule). `p2p_skip_ok=True` also keeps a skipped
 P2P test, as SWE-bench v5 does (a skipped F2P always fails). A run with no evidence that the suite ran is an
@@ -18,65 +11,17 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.env import EnvBuildError, Environment, get_env
-from leaf_cli.tasks.globs import matcher, tree_files
-from leaf_cli.tasks.patches import Applied, apply_patch
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.reward import RewardResult, grade_reward, reward_spec
-from leaf_cli.tasks.backends import make_sandbox
-from leaf_cli.tasks.image_grading import grade_in_image
-from leaf_cli.tasks.sandbox import Sandbox
-from leaf_cli.tasks.source import single_commit_repo, snapshot
-from leaf_cli.tasks.task import Task
-from leaf_cli.tasks.testrun import TestRun, run_tests
-from leaf_cli.tasks.verdict import GradeResult
-
-if TYPE_CHECKING:
-    from leaf_cli.tasks.image import ImageSession
-
-IMAGE_GRADERS = ("swebench", "swebench_pro")
-"""`eval_type`s graded by the benchmark's own script inside the task's image."""
-
-
-def grader_of(task: Task) -> str:
-    """Which grader `grade` uses for `task`: reward, swebench, swebench_pro or tests."""
-    if reward_spec(task) is not None:
-        return "reward"
-    kind = (task.model_extra or {}).get("eval_type")
-    return kind if kind in IMAGE_GRADERS else "tests"
-
-
-def grade(task: Task, patch: str, sandbox: Sandbox | None = None, *, base_dir: Path | None = None,
-          env: Environment | None = None, workspace: Path | None = None, session: "ImageSession | None" = None,
-          p2p_skip_ok: bool = False, log_path: Path | None = None) -> GradeResult:
-    """Grade `patch` (a unified diff against the task's start state) for `task`, with the task's grader.
-
-    `workspace` (the agent's tree) and `session` (its live container) are used by Harbor tasks, graded in
-    place; `log_path` keeps the grading log of image-graded tasks. Never raises for a bad patch or a broken
-    environment: those come back as an unresolved, labelled result. A sandbox that cannot run the task at
-    all (no Docker daemon for an image task) raises LeafError."""
-    sandbox = sandbox or make_sandbox(None)
-    kind = grader_of(task)
-    if kind == "reward":
-        return from_reward(task, patch, grade_reward(task, sandbox, workspace=workspace, patch=patch,
-                                                     container=session.name if session else None))
-    if kind in IMAGE_GRADERS:
-        return grade_in_image(task, patch, sandbox, p2p_skip_ok=p2p_skip_ok, log_path=log_path)
-    return grade_tests(task, patch, sandbox, base_dir=base_dir, env=env, p2p_skip_ok=p2p_skip_ok)
-
-
-def from_reward(task: Task, patch: str, result: RewardResult) -> GradeResult:
-    """A verifier's verdict as a GradeResult (no test lists: the reward decides)."""
-    spec = reward_spec(task)
-    how = "empty" if not patch.strip() and spec.kind == "patcheval" else (
-        "by_verifier" if spec.kind == "patcheval" else "in_workspace")
-    return GradeResult(instance_id=task.instance_id, resolved=result.resolved, patch_applied=how,
-                       exit_code=result.exit_code, infra_failure=result.infra_failure, error=result.error,
-                       test_seconds=result.test_seconds, sandbox=result.sandbox, grader="reward",
-                       reward=result.reward, rewards=result.rewards, apply_log=result.output_tail[-2000:])
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.sandbox import Sandbox
+from leaf_cli.tasks.envs.source import single_commit_repo, snapshot
+from leaf_cli.tasks.envs.venv import EnvBuildError, Environment, get_env
+from leaf_cli.tasks.format.globs import matcher, tree_files
+from leaf_cli.tasks.format.task import Task
+from leaf_cli.tasks.grading.patches import Applied, apply_patch
+from leaf_cli.tasks.grading.testrun import TestRun, run_tests
+from leaf_cli.tasks.grading.verdict import GradeResult
 
 
 def grade_tests(task: Task, patch: str, sandbox: Sandbox, *, base_dir: Path | None = None,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from leaf_cli.tasks.env import Environment
-from leaf_cli.tasks.pytest_plugin import PLUGIN_DIR, PLUGIN_NAME
-from leaf_cli.tasks.sandbox import Sandbox
+from leaf_cli.tasks.envs.venv import Environment
+from leaf_cli.tasks.grading.pytest_plugin import PLUGIN_DIR, PLUGIN_NAME
+from leaf_cli.tasks.envs.sandbox import Sandbox
 
 GOOD = {"passed", "xfailed"}
 """Outcomes that count as passing (SWE-bench: PASSED or XFAIL)."""

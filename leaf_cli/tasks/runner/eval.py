@@ -2,7 +2,7 @@
 
 Image tasks (SWE-bench, Pro, Harbor, PatchEval imports) need the docker sandbox and a Docker daemon: a run
 that has them checks both before any attempt starts and stops with one line naming what is missing, never
-recording such tasks as unresolved. Their agent works in a container of the image (`image.ImageSession`);
+recording such tasks as unresolved. Their agent works in a container of the image (`envs.image.ImageSession`);
 a Harbor task is graded in that same container before it goes, the others from the patch afterwards.
 
 Attempts run on an executor (`leaf_cli.executor`): threads in this process by default (an attempt spends
@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from leaf_cli.agent import Limits
 from leaf_cli.errors import InfraError, LeafError
 from leaf_cli.llm.engine import Engine, Sampling
-from leaf_cli.tasks.attempt import make_attempt_workspace, run_attempt
-from leaf_cli.tasks.env import EnvBuildError, get_env
-from leaf_cli.tasks.grading import GradeResult, grade, grader_of
-from leaf_cli.tasks.image import ImageSession, check_image_tasks, is_image_task
-from leaf_cli.tasks.results import AttemptResult, Prediction, RunDir
-from leaf_cli.tasks.sandbox import Sandbox
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.runner.attempt import make_attempt_workspace, run_attempt
+from leaf_cli.tasks.envs.venv import EnvBuildError, get_env
+from leaf_cli.tasks.grading.choose import grade, grader_of
+from leaf_cli.tasks.grading.verdict import GradeResult
+from leaf_cli.tasks.envs.image import ImageSession, check_image_tasks, is_image_task
+from leaf_cli.tasks.runner.results import AttemptResult, Prediction, RunDir
+from leaf_cli.tasks.envs.sandbox import Sandbox
+from leaf_cli.tasks.format.task import Task
 
 if TYPE_CHECKING:
     from leaf_cli.executor import Executor
@@ -109,7 +110,7 @@ def pending_jobs(tasks: list[Task], attempts: int, out: Path) -> int:
 def _run_jobs(jobs: list[tuple[Task, int]], work: Callable[[Task, int, Path], tuple[AttemptResult, Prediction | None]],
               config: EvalConfig, on_result: OnResult | None) -> dict:
     from leaf_cli.executor import Job, LocalExecutor
-    from leaf_cli.executor.placement import needs_of
+    from leaf_cli.tasks.runner.placement import needs_of
 
     run_dir = RunDir(config.out)
     if run_dir.has_results() and not config.resume:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import shutil
 
-from leaf_cli.errors import LeafError
-from leaf_cli.tasks.docker import DockerSandbox
-from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox, SubprocessSandbox
+from leaf_cli.tasks.envs.docker import DockerSandbox
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, Sandbox, SubprocessSandbox
+from leaf_cli.tools.sandboxes import EVAL, check, offered
 
-BACKENDS: dict[str, type] = {"subprocess": SubprocessSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
+_CLASSES: dict[str, type] = {"subprocess": SubprocessSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
+BACKENDS: dict[str, type] = {name: _CLASSES[name] for name in offered(EVAL)}
+"""The eval's sandboxes, as the one registry (tools/sandboxes.py) names them; a kind without a class fails here."""
 
 
 def make_sandbox(name: str | None) -> Sandbox:
@@ -17,8 +19,6 @@ def make_sandbox(name: str | None) -> Sandbox:
     else subprocess. An unknown name lists the valid ones."""
     if name is None:
         name = "bwrap" if shutil.which("bwrap") else "subprocess"
-    if name not in BACKENDS:
-        raise LeafError(f"unknown sandbox {name!r}; choose one of: {', '.join(BACKENDS)}")
-    sandbox = BACKENDS[name]()
+    sandbox = BACKENDS[check(name, EVAL)]()
     sandbox.prepare()
     return sandbox

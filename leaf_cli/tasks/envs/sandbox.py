@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.proc import RunResult, run_process
+from leaf_cli.tasks.envs.proc import RunResult, run_process
 from leaf_cli.tools.bwrap import bwrap_argv, lost_cover, without_vanished
 
 if TYPE_CHECKING:
-    from leaf_cli.tasks.task import Task
+    from leaf_cli.tasks.format.task import Task
 
 
 class Sandbox(Protocol):

@@ -14,11 +14,11 @@ from leaf_cli.executor.base import Needs
 from leaf_cli.executor.config import ExecutorConfig
 
 if TYPE_CHECKING:
-    from leaf_cli.tasks.task import Task
+    from leaf_cli.tasks.format.task import Task
 
 
 def needs_of(task: "Task", sandbox: str, cfg: ExecutorConfig | None = None) -> Needs:
-    from leaf_cli.tasks.image import is_image_task
+    from leaf_cli.tasks.envs.image import is_image_task
 
     cfg = cfg or ExecutorConfig()
     harbor = (task.model_extra or {}).get("harbor") or {}

@@ -12,29 +12,10 @@ import shlex
 import shutil
 from pathlib import Path
 
-from leaf_cli.tasks.globs import matcher, tree_files
-from leaf_cli.tasks.source import snapshot
-from leaf_cli.tasks.task import Task
-
-
-def dockerfile(task: Task, *, with_source: bool = True) -> str:
-    """A Dockerfile for the task's environment; with the source copied to /testbed when `with_source`."""
-    cfg = task.install_config
-    lines = [f"FROM python:{cfg.python or '3.11'}-slim",
-             "RUN apt-get update && apt-get install -y --no-install-recommends git patch && rm -rf /var/lib/apt/lists/*",
-             "WORKDIR /testbed"]
-    packages = " ".join(shlex.quote(p) for p in ["pytest>=7", *cfg.pip_packages])
-    lines.append(f"RUN pip install --no-cache-dir {packages}")
-    if with_source:
-        lines.append("COPY testbed/ /testbed/")
-        lines += [f"RUN {cmd}" for cmd in cfg.pre_install]
-        reqs = [cfg.reqs_path] if isinstance(cfg.reqs_path, str) else list(cfg.reqs_path or [])
-        lines += [f"RUN pip install --no-cache-dir -r {shlex.quote(r)}" for r in reqs]
-        if cfg.install:
-            lines.append(f"RUN {cfg.install}")
-        lines.append("RUN git init -q && git add -A && git -c user.name=leaf -c user.email=leaf@localhost commit -qm start")
-    lines.append("ENV PYTHONPATH=/testbed/src:/testbed PYTHONDONTWRITEBYTECODE=1")
-    return "\n".join(lines) + "\n"
+from leaf_cli.tasks.format.globs import matcher, tree_files
+from leaf_cli.tasks.envs.docker import dockerfile
+from leaf_cli.tasks.envs.source import snapshot
+from leaf_cli.tasks.format.task import Task
 
 
 TEST_SH = """#!/bin/bash

@@ -1,4 +1,5 @@
-"""The Docker backend: the task's `image_name`, or an image built from its `install_config`.
+"""The Docker backend: the task's `image_name`, or an image built from its `install_config` (`dockerfile`,
+which exporters/harbor.py also writes out) or from a Harbor task's environment/ (`build_harbor_image`).
 
 Host folders (workspace, report folder) are bind-mounted at the same paths, so grading code is the same
 as for the host backends; tests run with the image's own `python`, where the environment was installed.
@@ -8,14 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
 
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.sandbox import HostPathSandbox
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.sandbox import HostPathSandbox
+from leaf_cli.tasks.format.task import Task
 
 
 class DockerSandbox(HostPathSandbox):
@@ -59,10 +61,28 @@ class DockerSandbox(HostPathSandbox):
         return [*cmd, "-w", str(cwd), self.image, *argv]
 
 
+def dockerfile(task: Task, *, with_source: bool = True) -> str:
+    """A Dockerfile for the task's environment; with the source copied to /testbed when `with_source`."""
+    cfg = task.install_config
+    lines = [f"FROM python:{cfg.python or '3.11'}-slim",
+             "RUN apt-get update && apt-get install -y --no-install-recommends git patch && rm -rf /var/lib/apt/lists/*",
+             "WORKDIR /testbed"]
+    packages = " ".join(shlex.quote(p) for p in ["pytest>=7", *cfg.pip_packages])
+    lines.append(f"RUN pip install --no-cache-dir {packages}")
+    if with_source:
+        lines.append("COPY testbed/ /testbed/")
+        lines += [f"RUN {cmd}" for cmd in cfg.pre_install]
+        reqs = [cfg.reqs_path] if isinstance(cfg.reqs_path, str) else list(cfg.reqs_path or [])
+        lines += [f"RUN pip install --no-cache-dir -r {shlex.quote(r)}" for r in reqs]
+        if cfg.install:
+            lines.append(f"RUN {cfg.install}")
+        lines.append("RUN git init -q && git add -A && git -c user.name=leaf -c user.email=leaf@localhost commit -qm start")
+    lines.append("ENV PYTHONPATH=/testbed/src:/testbed PYTHONDONTWRITEBYTECODE=1")
+    return "\n".join(lines) + "\n"
+
+
 def build_image(task: Task) -> str:
     """Build (once; Docker caches it by tag) the image described by the task's install_config."""
-    from leaf_cli.tasks.harbor import dockerfile
-
     text = dockerfile(task, with_source=False)
     tag = "leaf-env:" + hashlib.sha256(text.encode()).hexdigest()[:16]
     if run_process(["docker", "image", "inspect", tag], cwd=Path.cwd(), timeout=60).ok:
@@ -73,3 +93,16 @@ def build_image(task: Task) -> str:
     if not built.ok:
         raise InfraError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}", "docker")
     return tag
+
+
+def build_harbor_image(task: Task) -> str:
+    """Build the task's image from environment/ unless Docker already has it. Needs a Docker daemon."""
+    DockerSandbox().prepare()
+    extra = task.model_extra or {}
+    image, env_dir = str(extra["image_name"]), (extra.get("harbor") or {}).get("environment_dir")
+    if run_process(["docker", "image", "inspect", image], cwd=Path.cwd(), timeout=60).ok or env_dir is None:
+        return image
+    built = run_process(["docker", "build", "-t", image, env_dir], cwd=Path(env_dir), timeout=task.timeouts.build_s)
+    if not built.ok:
+        raise LeafError(f"docker build for {task.instance_id} failed: {built.stderr.strip()[-500:]}")
+    return image

@@ -23,14 +23,14 @@ import uuid
 from pathlib import Path
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.image import docker, docker_env, ensure_image, image_of, workdir_of
-from leaf_cli.tasks.log_parsers import (BAD_RUN_MARKERS, ERROR, FAILED, GOOD, SKIPPED, END_MARKER, START_MARKER,
+from leaf_cli.tasks.envs.image import docker, docker_env, ensure_image, image_of, workdir_of
+from leaf_cli.tasks.grading.log_parsers import (BAD_RUN_MARKERS, ERROR, FAILED, GOOD, SKIPPED, END_MARKER, START_MARKER,
                                         exit_code, get_parser, lookup, parse_pro_output, run_pro_parser, test_section)
-from leaf_cli.tasks.patches import LADDER, REVERSE_CHECK, Applied
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.sandbox import Sandbox
-from leaf_cli.tasks.task import Task
-from leaf_cli.tasks.verdict import GradeResult
+from leaf_cli.tasks.grading.patches import LADDER, REVERSE_CHECK, Applied
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.sandbox import Sandbox
+from leaf_cli.tasks.format.task import Task
+from leaf_cli.tasks.grading.verdict import GradeResult
 
 APPLIED = ">>>>> Applied Patch"
 APPLY_FAILED = ">>>>> Patch Apply Failed"

@@ -20,11 +20,11 @@ from typing import Callable
 from pydantic import BaseModel
 
 from leaf_cli.errors import LeafError
-from leaf_cli.tasks.cache import cache_key, cache_root, locked
-from leaf_cli.tasks.proc import run_process
-from leaf_cli.tasks.sandbox import BwrapSandbox, Sandbox
-from leaf_cli.tasks.source import snapshot
-from leaf_cli.tasks.task import Task
+from leaf_cli.tasks.envs.cache import cache_key, cache_root, locked
+from leaf_cli.tasks.envs.proc import run_process
+from leaf_cli.tasks.envs.sandbox import BwrapSandbox, Sandbox
+from leaf_cli.tasks.envs.source import snapshot
+from leaf_cli.tasks.format.task import Task
 
 BASE_PACKAGES = ["pytest>=7"]
 
