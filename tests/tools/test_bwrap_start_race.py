@@ -208,7 +208,7 @@ def test_eval_runs_a_command_again_when_its_bwrap_lost_a_socket(tmp_path: Path, 
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Graded tests run one bwrap per command (tasks/sandbox.py): a start that lost the race runs again
     without that cover, and the command itself runs once."""
-    from leaf_cli.tasks import sandbox as tasks_sandbox
+    from leaf_cli.tasks.envs import sandbox as tasks_sandbox
 
     path = host_folder / "gone.sock"
     server = listen(path)
@@ -235,7 +235,7 @@ def test_eval_runs_a_command_again_when_its_bwrap_lost_a_socket(tmp_path: Path, 
 def test_eval_never_runs_a_failing_command_twice(tmp_path: Path, host_folder: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A command's own exit 1 (even one that prints a bwrap-like line) is its result, not a start to redo."""
-    from leaf_cli.tasks.sandbox import BwrapSandbox
+    from leaf_cli.tasks.envs.sandbox import BwrapSandbox
 
     counter = tmp_path / "runs"
     argv = ["bash", "-c", f"echo ran >> {counter}; echo 'bwrap: {host_folder}/x.sock' >&2; exit 1"]
