@@ -262,22 +262,30 @@ def timed_prompt(engine: Any) -> Iterator[dict[str, float]]:
 
 
 def throughput(gguf: Path, threads: int) -> None:
-    """Prompt and generation tokens/s, leaf's engine and raw llama_cpp.Llama, interleaved."""
+    """Prompt and generation tokens/s, leaf's engine and raw llama_cpp.Llama, interleaved; each with llama.cpp's
+    extra (REPACK) buffer types as its default has them and with the other choice, since they trade prompt
+    speed against generation speed on some CPUs."""
     import numpy as np
     from llama_cpp import Llama
     from llama_cpp import llama_cpp as lib
 
     from leaf_cli.llm.engine import Sampling
+    from leaf_cli.llm.llama_runtime import extra_bufts_wanted, kv_seq_rm, load_llama
     from leaf_cli.llm.llamacpp import LlamaCppEngine
     from leaf_cli.llm.messages import Conversation, Message
 
-    leaf = LlamaCppEngine(gguf, n_ctx=8192, n_threads=threads)
-    raw = Llama(model_path=str(gguf), n_ctx=8192, n_batch=512, n_threads=threads, verbose=False)
+    ours = extra_bufts_wanted(None)
+    leafs = {f"leaf (extra bufts {'on' if ours else 'off'}, its default)": LlamaCppEngine(gguf, n_ctx=8192, n_threads=threads),
+             f"leaf (extra bufts {'off' if ours else 'on'})": LlamaCppEngine(gguf, n_ctx=8192, n_threads=threads,
+                                                                         extra_bufts=not ours)}
+    raws = {"raw (extra bufts on, its default)": Llama(model_path=str(gguf), n_ctx=8192, n_batch=512,
+                                                        n_threads=threads, verbose=False),
+            "raw (extra bufts off)": load_llama(gguf, n_ctx=8192, n_threads=threads, extra_bufts=False)[0]}
     text = "def handler_%d(event):\n    return event.get('value', 0) + %d\n"
     body = "".join(text % (i, i) for i in range(40))
     gen = 32
 
-    def leaf_run() -> tuple[float, float]:
+    def leaf_run(leaf: Any) -> tuple[float, float]:
         """A fresh prompt (a unique first line: nothing reusable), then the same prompt decoded `gen` tokens."""
         message = Message(role="user", content=f"# run {time.perf_counter()}\n{body}")
         started = time.perf_counter()
@@ -288,10 +296,10 @@ def throughput(gguf: Path, threads: int) -> None:
             reply = leaf.complete(Conversation(messages=[message]), [], Sampling(temperature=0.0, max_tokens=gen))
         return prompt_rate, reply.usage.completion_tokens / (time.perf_counter() - started - prompt["seconds"])
 
-    def raw_run() -> tuple[float, float]:
+    def raw_run(raw: Any) -> tuple[float, float]:
         tokens = raw.tokenize(f"# run {time.perf_counter()}\n{body}".encode())
         raw.reset()
-        raw._ctx.kv_cache_seq_rm(-1, 0, -1)
+        kv_seq_rm(raw, 0, -1, seq_id=-1)
         started = time.perf_counter()
         raw.eval(tokens)
         prompt_rate = len(tokens) / (time.perf_counter() - started)
@@ -301,16 +309,25 @@ def throughput(gguf: Path, threads: int) -> None:
             raw.eval([int(np.argmax(logits))])
         return prompt_rate, gen / (time.perf_counter() - started)
 
-    rates: dict[str, list[tuple[float, float]]] = {"leaf": [], "raw": []}
+    runs: dict[str, Callable[[], tuple[float, float]]] = {}
+    for (rn, raw), (ln, leaf) in zip(raws.items(), leafs.items()):
+        runs[rn] = lambda raw=raw: raw_run(raw)
+        runs[ln] = lambda leaf=leaf: leaf_run(leaf)
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     for _ in range(REPEATS):
-        rates["raw"].append(raw_run())
-        rates["leaf"].append(leaf_run())
-    print(f"\n== prompt and generation, {threads} threads, {REPEATS} runs each, interleaved raw leaf raw leaf ==")
+        for name, run in runs.items():
+            rates[name].append(run())
+    print(f"\n== prompt and generation, {threads} threads, {REPEATS} runs each, interleaved ==")
     for name, values in rates.items():
-        print(f"{name:5} prompt {spread([v[0] for v in values], 'tok/s')}   generation {spread([v[1] for v in values], 'tok/s')}")
-    for i, what in enumerate(("prompt", "generation")):
-        ratio = statistics.median(v[i] for v in rates["leaf"]) / statistics.median(v[i] for v in rates["raw"])
-        print(f"leaf / raw {what}: {ratio:.3f} (target >= 0.97)")
+        print(f"{name:36} prompt {spread([v[0] for v in values], 'tok/s')}   "
+              f"generation {spread([v[1] for v in values], 'tok/s')}")
+    med = {name: [statistics.median(v[i] for v in values) for i in (0, 1)] for name, values in rates.items()}
+    (leaf_name, leaf_rates), (raw_name, raw_rates) = list(med.items())[1], list(med.items())[0]
+    print(f"leaf / raw, each as it comes: prompt {leaf_rates[0] / raw_rates[0]:.3f}, generation "
+          f"{leaf_rates[1] / raw_rates[1]:.3f} (target >= 0.97)")
+    same = {name: rates for name, rates in med.items() if ("on" in name) == ours}
+    (_, a), (_, b) = [(n, r) for n, r in same.items() if n.startswith("leaf")][0], [(n, r) for n, r in same.items() if n.startswith("raw")][0]
+    print(f"leaf / raw, both with extra bufts {'on' if ours else 'off'}: prompt {a[0] / b[0]:.3f}, generation {a[1] / b[1]:.3f}")
 
 
 def ten_turns(gguf: Path, threads: int) -> None:
