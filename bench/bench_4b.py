@@ -265,12 +265,10 @@ def throughput(gguf: Path, threads: int) -> None:
     """Prompt and generation tokens/s, leaf's engine and raw llama_cpp.Llama, interleaved; each with llama.cpp's
     extra (REPACK) buffer types as its default has them and with the other choice, since they trade prompt
     speed against generation speed on some CPUs."""
-    import numpy as np
     from llama_cpp import Llama
-    from llama_cpp import llama_cpp as lib
 
     from leaf_cli.llm.engine import Sampling
-    from leaf_cli.llm.llama_runtime import extra_bufts_wanted, kv_seq_rm, load_llama
+    from leaf_cli.llm.llama_runtime import extra_bufts_wanted, load_llama
     from leaf_cli.llm.llamacpp import LlamaCppEngine
     from leaf_cli.llm.messages import Conversation, Message
 
@@ -297,17 +295,7 @@ def throughput(gguf: Path, threads: int) -> None:
         return prompt_rate, reply.usage.completion_tokens / (time.perf_counter() - started - prompt["seconds"])
 
     def raw_run(raw: Any) -> tuple[float, float]:
-        tokens = raw.tokenize(f"# run {time.perf_counter()}\n{body}".encode())
-        raw.reset()
-        kv_seq_rm(raw, 0, -1, seq_id=-1)
-        started = time.perf_counter()
-        raw.eval(tokens)
-        prompt_rate = len(tokens) / (time.perf_counter() - started)
-        started = time.perf_counter()
-        for _ in range(gen):
-            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(raw.ctx, -1), shape=(raw.n_vocab(),))
-            raw.eval([int(np.argmax(logits))])
-        return prompt_rate, gen / (time.perf_counter() - started)
+        return raw_rates(raw, raw.tokenize(f"# run {time.perf_counter()}\n{body}".encode()), gen)
 
     runs: dict[str, Callable[[], tuple[float, float]]] = {}
     for (rn, raw), (ln, leaf) in zip(raws.items(), leafs.items()):
@@ -322,9 +310,9 @@ def throughput(gguf: Path, threads: int) -> None:
         print(f"{name:36} prompt {spread([v[0] for v in values], 'tok/s')}   "
               f"generation {spread([v[1] for v in values], 'tok/s')}")
     med = {name: [statistics.median(v[i] for v in values) for i in (0, 1)] for name, values in rates.items()}
-    (leaf_name, leaf_rates), (raw_name, raw_rates) = list(med.items())[1], list(med.items())[0]
-    print(f"leaf / raw, each as it comes: prompt {leaf_rates[0] / raw_rates[0]:.3f}, generation "
-          f"{leaf_rates[1] / raw_rates[1]:.3f} (target >= 0.97)")
+    raw_default, leaf_default = list(med.values())[:2]
+    print(f"leaf / raw, each as it comes: prompt {leaf_default[0] / raw_default[0]:.3f}, generation "
+          f"{leaf_default[1] / raw_default[1]:.3f} (target >= 0.97)")
     same = {name: rates for name, rates in med.items() if ("on" in name) == ours}
     (_, a), (_, b) = [(n, r) for n, r in same.items() if n.startswith("leaf")][0], [(n, r) for n, r in same.items() if n.startswith("raw")][0]
     print(f"leaf / raw, both with extra bufts {'on' if ours else 'off'}: prompt {a[0] / b[0]:.3f}, generation {a[1] / b[1]:.3f}")
@@ -385,27 +373,34 @@ def _prompt(llm: Any, tokens: int) -> list[int]:
 def _rates(gguf: Path, tokens: int, generate: int = 0, **settings: Any) -> tuple[float, float]:
     """(prompt tokens/s, generation tokens/s) of a fresh context with these llama.cpp settings: a `tokens`
     prompt, then `generate` greedy tokens one at a time (0: prompt only). The file stays in the page cache."""
-    import numpy as np
-    from llama_cpp import llama_cpp as lib
-
-    from leaf_cli.llm.llama_runtime import kv_seq_rm, load_llama
+    from leaf_cli.llm.llama_runtime import load_llama
 
     llm, _ = load_llama(gguf, n_ctx=4096, **settings)
     try:
         llm.eval(_prompt(llm, 16))  # warm-up: the first eval pays for buffer allocation
-        llm.reset()
-        kv_seq_rm(llm, 0, -1, seq_id=-1)
-        ids = _prompt(llm, tokens)
-        started = time.perf_counter()
-        llm.eval(ids)
-        prompt_rate = len(ids) / (time.perf_counter() - started)
-        started = time.perf_counter()
-        for _ in range(generate):
-            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-            llm.eval([int(np.argmax(logits))])
-        return prompt_rate, generate / (time.perf_counter() - started) if generate else float("nan")
+        return raw_rates(llm, _prompt(llm, tokens), generate)
     finally:
         llm.close()
+
+
+def raw_rates(llm: Any, ids: list[int], generate: int) -> tuple[float, float]:
+    """(prompt tokens/s, generation tokens/s) of plain llama-cpp-python on an emptied context: `Llama.eval` of
+    the prompt, then `generate` greedy tokens one `eval` each (nan when 0)."""
+    import numpy as np
+    from llama_cpp import llama_cpp as lib
+
+    from leaf_cli.llm.llama_runtime import kv_seq_rm
+
+    llm.reset()
+    kv_seq_rm(llm, 0, -1, seq_id=-1)
+    started = time.perf_counter()
+    llm.eval(ids)
+    prompt_rate = len(ids) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for _ in range(generate):
+        logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+        llm.eval([int(np.argmax(logits))])
+    return prompt_rate, generate / (time.perf_counter() - started) if generate else float("nan")
 
 
 def sweep(gguf: Path, threads: int, tokens: int, repeats: int) -> None:
