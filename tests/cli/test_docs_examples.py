@@ -24,7 +24,8 @@ DOCS = [ROOT / "README.md", ROOT / "training" / "README.md", *sorted((ROOT / "do
 runner = CliRunner()
 OTHER_PROGRAMS = {"--no-cache-dir": "pip", "--no-mtp": "llama.cpp's convert_hf_to_gguf.py",
                   "--max-num-seqs": "vllm serve", "--reject": "git apply", "--no-header": "pytest",
-                  "--shape": "bench/bench_4b.py", "--threads": "bench/bench_4b.py"}
+                  **dict.fromkeys(("--shape", "--threads", "--gguf", "--steps", "--sweep-tokens", "--sweep-repeats"),
+                                  "bench/bench_4b.py")}
 """Flags the docs name alone in prose that belong to another program, each with the program."""
 
 

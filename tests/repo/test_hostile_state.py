@@ -189,7 +189,10 @@ def test_checkpoint_while_git_gc_repacks(tmp_path: Path) -> None:
     sh(repo, "for i in $(seq 1 300); do echo $i > f$i.txt; done && git add f*.txt && git commit -qm many "
              "&& for i in $(seq 1 300); do echo x$i > f$i.txt; done && git add f*.txt")
     before = full_state(repo)
-    gc = subprocess.Popen(["bash", "-c", "for i in 1 2 3 4 5 6; do git -c gc.auto=0 gc -q --prune=now; done"],
+    # repack.updateServerInfo=false: a repack also writes info/refs, derived data that the checkpoint rightly
+    # records when it lands before the copy, which would make `before` (taken before any gc) differ by timing
+    gc_once = "git -c gc.auto=0 -c repack.updateServerInfo=false gc -q --prune=now"
+    gc = subprocess.Popen(["bash", "-c", f"for i in 1 2 3 4 5 6; do {gc_once}; done"],
                           cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         store = store_for(tmp_path / "state", repo)
