@@ -8,7 +8,6 @@ would (from the host, or with `--sandbox none`), then the sandbox is shown to re
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import threading
@@ -22,19 +21,8 @@ from leaf_cli.agent.sandbox import AgentSandbox, open_sandbox
 from leaf_cli.llm.messages import ToolCall
 from leaf_cli.tasks.envs.sandbox import BwrapSandbox
 from leaf_cli.tools import Workspace, run_tool_call
+from tests.support.socket_probe import env_for, host_folder, probe_folder
 
-PROBE = """
-import socket, sys
-for name in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(3)
-    try:
-        s.connect(name.replace("@", "\\0", 1) if name.startswith("@") else name)
-        s.sendall(b"hello from inside")
-        print("reached", name)
-    except OSError as exc:
-        print("refused", name, exc.errno)
-"""
 
 
 class Listener:
@@ -78,14 +66,7 @@ def bash(ws: Workspace, command: str) -> str:
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    (folder / "probe.py").write_text(PROBE)
-    return folder
-
-
-def env_for(work: Path) -> dict[str, str]:
-    return {"PATH": os.environ["PATH"], "HOME": str(work), "LANG": "C.UTF-8"}
+    return probe_folder(tmp_path)
 
 
 @pytest.fixture
@@ -95,19 +76,6 @@ def episode(work: Path) -> Iterator[tuple[Workspace, AgentSandbox]]:
     yield ws, box
     ws.end_episode()
     box.close()
-
-
-def host_folder(parent: Path) -> Iterator[Path]:
-    """A fresh folder under `parent` (a host path outside /tmp), removed afterwards; skip where not writable."""
-    folder = parent / f"leaf-test-{uuid.uuid4().hex[:8]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        pytest.skip(f"cannot make a folder under {parent} here")
-    yield folder
-    for child in folder.iterdir():
-        child.unlink()
-    folder.rmdir()
 
 
 @pytest.fixture

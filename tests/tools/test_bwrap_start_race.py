@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 import subprocess
-import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -27,20 +26,10 @@ from leaf_cli.errors import InfraError
 from leaf_cli.llm.messages import ToolCall
 from leaf_cli.tools import Workspace, run_tool_call
 from leaf_cli.tools import bwrap as bwrap_module
+from tests.support.socket_probe import env_for, host_folder, probe_folder
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
-PROBE = """
-import socket, sys
-for name in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(3)
-    try:
-        s.connect(name)
-        print("reached", name)
-    except OSError as exc:
-        print("refused", name, exc.errno)
-"""
 
 
 def listen(path: Path) -> socket.socket:
@@ -66,28 +55,15 @@ def reached_from_host(path: Path) -> bool:
             return False
 
 
-@pytest.fixture
-def host_folder() -> Iterator[Path]:
+@pytest.fixture(name="host_folder")
+def var_tmp_folder() -> Iterator[Path]:
     """A folder on a host path outside /tmp and /run (where single sockets are covered one by one)."""
-    folder = Path("/var/tmp") / f"leaf-race-{uuid.uuid4().hex[:8]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        pytest.skip("cannot make a folder under /var/tmp here")
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    yield from host_folder(Path("/var/tmp"))
 
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    (folder / "probe.py").write_text(PROBE)
-    return folder
-
-
-def env_for(work: Path) -> dict[str, str]:
-    return {"PATH": os.environ["PATH"], "HOME": str(work), "LANG": "C.UTF-8"}
+    return probe_folder(tmp_path)
 
 
 def bash(box: AgentSandbox, work: Path, command: str) -> str:
