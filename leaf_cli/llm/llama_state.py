@@ -78,10 +78,10 @@ class StateStore:
                 c.pinned = c.pinned or pin
                 self._touch(c)
                 return
-        flags = self._lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
-        if int(self._lib.llama_state_seq_get_size_ext(self._llm.ctx, 0, flags)) > self.checkpoint_bytes:
+        size = self._size(partial=True)
+        if size > self.checkpoint_bytes:
             return
-        saved = self._save(tokens, partial=True)
+        saved = self._save(tokens, partial=True, size=size)
         saved.pinned = pin
         self.checkpoints.append(saved)
         while (len(self.checkpoints) > self.max_checkpoints
@@ -99,7 +99,7 @@ class StateStore:
     def restore_checkpoint(self, saved: SavedState) -> bool:
         """Roll the context back to the checkpoint's position. False when llama.cpp refuses."""
         n = len(saved.tokens)
-        flags = self._lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+        flags = self._flags(partial=True)
         if self._lib.llama_state_seq_set_data_ext(self._llm.ctx, saved.data, saved.size, 0, flags) == 0:
             return False
         if not kv_seq_rm(self._llm, n):  # the attention cache after the checkpoint
@@ -115,10 +115,10 @@ class StateStore:
             return
         tokens = np.array(self._llm.input_ids[:n], copy=True)
         self.snapshots = [s for s in self.snapshots if _prefix_len(s.tokens, tokens) < len(s.tokens)]  # superseded
-        size = int(self._lib.llama_state_seq_get_size(self._llm.ctx, 0))
+        size = self._size(partial=False)
         if size > self.snapshot_bytes:
             return
-        self.snapshots.append(self._save(tokens, partial=False))
+        self.snapshots.append(self._save(tokens, partial=False, size=size))
         while sum(s.size for s in self.snapshots) > self.snapshot_bytes:
             self.snapshots.remove(min(self.snapshots, key=lambda s: s.used))
 
@@ -158,12 +158,18 @@ class StateStore:
         self._llm.n_tokens = n
         return True
 
-    def _save(self, tokens: np.ndarray, *, partial: bool) -> SavedState:
-        lib, ctx = self._lib, self._llm.ctx
-        flags = lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else lib.LLAMA_STATE_SEQ_FLAGS_NONE
-        size = int(lib.llama_state_seq_get_size_ext(ctx, 0, flags))
+    def _flags(self, partial: bool) -> int:
+        return self._lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else self._lib.LLAMA_STATE_SEQ_FLAGS_NONE
+
+    def _size(self, *, partial: bool) -> int:
+        """Bytes of sequence 0's state: the recurrent part alone (`partial`) or the whole of it."""
+        return int(self._lib.llama_state_seq_get_size_ext(self._llm.ctx, 0, self._flags(partial)))
+
+    def _save(self, tokens: np.ndarray, *, partial: bool, size: int | None = None) -> SavedState:
+        """The state at `tokens`; `size` when the caller already asked llama.cpp for it."""
+        size = self._size(partial=partial) if size is None else size
         data = (ctypes.c_uint8 * size)()
-        written = int(lib.llama_state_seq_get_data_ext(ctx, data, size, 0, flags))
+        written = int(self._lib.llama_state_seq_get_data_ext(self._llm.ctx, data, size, 0, self._flags(partial)))
         saved = SavedState(tokens=tokens, data=data, size=written, partial=partial)
         self._touch(saved)
         return saved
