@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 from leaf_cli.agent.cgroup import RunCgroup
 from leaf_cli.agent.sandbox_home import HOME_PREFIX, PrivateHome, private_home, visible_folders
 from leaf_cli.errors import InfraError, LeafError
-from leaf_cli.tools.bwrap import PRIVATE_TMP, lost_cover, without_vanished
+from leaf_cli.tools.bwrap import PRIVATE_TMP, retry_lost_covers
 from leaf_cli.tools.host import ToolHost, host_argv, host_env, leaf_root
 from leaf_cli.tools.sandboxes import AGENT, check, offered
 
@@ -69,10 +69,6 @@ def no_sandbox_warning(state: Path, cgroup: bool) -> str:
 
 SHELL_START_TIMEOUT = 15.0
 """Seconds the episode's sandbox gets to start its command server."""
-START_TRIES = 5
-"""Starts of the episode's bwrap while the last one failed because a socket it was to cover was dropped
-between the listing and bwrap's mounts (another process's server ending): each leaves out the covers of
-paths gone by then, so only a socket of the same listing dropped during the next start fails that one."""
 
 
 @dataclass
@@ -130,16 +126,18 @@ class AgentSandbox:
         host's sockets; again, less the covers of sockets gone since, while bwrap failed on one of those."""
         if self.fresh is None or self.control is None:
             return self
-        argv = self.fresh()
-        for _ in range(START_TRIES):
+
+        def launch(argv: list[str]) -> tuple[tuple[str, str], str | None]:
             said, reason = self._launch(argv)
             if said.startswith("ready"):
-                self.scope = said.removeprefix("ready").strip()
-                return self
+                return (said, reason), None
             self._stop_holder()
-            if not lost_cover(argv, reason):
-                break  # not the listing's race: another start would fail the same way
-            argv = without_vanished(argv)
+            return (said, reason), reason
+
+        said, reason = retry_lost_covers(self.fresh(), launch)
+        if said.startswith("ready"):
+            self.scope = said.removeprefix("ready").strip()
+            return self
         raise InfraError(f"the bwrap sandbox did not start{reason}; pass --sandbox none to run the agent's "
                          "commands without one", "sandbox")
 

@@ -10,7 +10,9 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
+
+T = TypeVar("T")
 
 PRIVATE_TMP = Path("/tmp")
 RUN_DIRS = (Path("/run"), Path("/var/run"))
@@ -89,6 +91,24 @@ def without_vanished(argv: Sequence[str]) -> list[str]:
     in the sockets bound since, and under churn some of those are dropped before bwrap's mounts again."""
     gone = {i for i, path in _covers(argv) if not os.path.lexists(path)}
     return [arg for i, arg in enumerate(argv) if not any(i - g in (0, 1, 2) for g in gone)]
+
+
+COVER_TRIES = 5
+"""Starts of one bwrap while the last failed because a socket it was to cover was dropped between the listing
+and bwrap's mounts (another process's server ending): each leaves out the covers of paths gone by then, so
+only a socket of the same listing dropped during the next start fails that one."""
+
+
+def retry_lost_covers(argv: list[str], start: Callable[[list[str]], tuple[T, str | None]]) -> T:
+    """`start(argv)` returns (its result, bwrap's error line, or None when bwrap did not fail); while that line
+    names one of `argv`'s covers (`lost_cover`), start again `without_vanished`, at most `COVER_TRIES` times.
+    The last start's result."""
+    for _ in range(COVER_TRIES):
+        result, error = start(argv)
+        if error is None or not lost_cover(argv, error):
+            break  # started, or not the listing's race: another start would fail the same way
+        argv = without_vanished(argv)
+    return result
 
 
 def _covers(argv: Sequence[str]) -> list[tuple[int, str]]:

@@ -151,7 +151,7 @@ def test_a_start_that_keeps_losing_the_race_gives_up_saying_why(work: Path, host
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Each start loses another socket of the listing: a bounded number of starts, then one line with bwrap's
     own error in it (before, the line guessed at namespaces)."""
-    from leaf_cli.agent.sandbox import START_TRIES
+    from leaf_cli.tools.bwrap import COVER_TRIES as START_TRIES
 
     paths = [host_folder / f"s{i}.sock" for i in range(START_TRIES + 1)]
     race = DropBeforeBwrap([(listen(path), path) for path in paths])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from leaf_cli.errors import LeafError
 from leaf_cli.tasks.envs.proc import RunResult, run_process
-from leaf_cli.tools.bwrap import bwrap_argv, lost_cover, without_vanished
+from leaf_cli.tools.bwrap import bwrap_argv, retry_lost_covers
 
 if TYPE_CHECKING:
     from leaf_cli.tasks.format.task import Task
@@ -124,18 +124,14 @@ class BwrapSandbox(HostPathSandbox):
             writable: list[Path], readonly: list[Path] = (), network: bool = False) -> RunResult:
         """As a plain run, but again, less the covers of sockets gone since, while bwrap did not start because a
         host socket it was to cover was dropped after the listing (the command never ran: this is its first run)."""
-        wrapped = self.wrap(argv, cwd=cwd, writable=writable, readonly=readonly, network=network)
-        for _ in range(BWRAP_TRIES):
+
+        def run_once(wrapped: list[str]) -> tuple[RunResult, str | None]:
             result = run_process(wrapped, cwd=cwd, timeout=timeout, env=env)
             said = result.stderr[:4096].partition("\n")[0]  # bwrap's one line, when it is bwrap that failed
-            if result.returncode != 1 or not said.startswith("bwrap: ") or not lost_cover(wrapped, said):
-                break
-            wrapped = without_vanished(wrapped)
-        return result
+            return result, said if result.returncode == 1 and said.startswith("bwrap: ") else None
 
-
-BWRAP_TRIES = 5
-"""Runs of one command while bwrap's start lost the race with a host socket's end (`lost_cover`)."""
+        return retry_lost_covers(self.wrap(argv, cwd=cwd, writable=writable, readonly=readonly, network=network),
+                                 run_once)
 
 
 def _copy(src: Path, dest: Path) -> None:
