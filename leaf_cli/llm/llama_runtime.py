@@ -70,15 +70,15 @@ def _model_params(extra_bufts: bool, n_rs_seq: int = 0) -> Iterator[None]:
         lib.llama_model_default_params, lib.llama_context_default_params = model_params, context_params
 
 
-def load_llama(path: str | Path, *, n_ctx: int | None = None, n_threads: int | None = None,
-               n_batch: int = 512, n_ubatch: int = 512, kv_cache_type: str | None = None,
-               flash_attn: bool | None = None, extra_bufts: bool | None = None, seed: int = 0,
-               n_rs_seq: int = 0) -> tuple[Llama, GGUFInfo]:
+def load_llama(path: str | Path, *, info: GGUFInfo | None = None, n_ctx: int | None = None,
+               n_threads: int | None = None, n_batch: int = 512, n_ubatch: int = 512,
+               kv_cache_type: str | None = None, flash_attn: bool | None = None, extra_bufts: bool | None = None,
+               seed: int = 0, n_rs_seq: int = 0) -> tuple[Llama, GGUFInfo]:
     """(llama_cpp.Llama, the file's metadata). `n_ctx` defaults to the training context, capped at 65,536;
     `n_ubatch` (the micro-batch llama.cpp computes at once) is at most `n_batch`; `n_rs_seq`: recurrent-state
     rollback depth (see `_model_params`). A llama-cpp-python without the internals leaf reaches fails here,
-    naming its version (`require_internals`)."""
-    info = read_gguf_info(path)
+    naming its version (`require_internals`). `info`: the file's `read_gguf_info`, when the caller has it."""
+    info = info if info is not None else read_gguf_info(path)
     try:
         from llama_cpp import Llama
     except ImportError:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from leaf_cli.llm.engine import ContextOverflow, EngineError, OnDelta, Sampling
+from leaf_cli.llm.gguf_info import GGUFInfo, read_gguf_info
 from leaf_cli.llm.grammar import tool_call_grammar
 from leaf_cli.llm.increment import first_prompt, next_prompt
 from leaf_cli.llm.llama_runtime import GrammarFilter, kv_seq_rm, load_llama, vocab_handle
@@ -73,12 +74,13 @@ class LlamaCppEngine:
                  snapshot_mb: int = 1024,
                  prefix_cache: str | Path | None = None, prefix_cache_mb: int = 2048,
                  speculate: bool | None = False) -> None:
+        info = read_gguf_info(model_path)  # once: the header decides drafting, then the load checks the same file
         if speculate is None:  # auto: on where it was measured faster (attention-only models), off for hybrids
-            speculate = not _header_is_recurrent(model_path)
+            speculate = not _header_is_recurrent(info)
         # Drafting on a hybrid needs llama.cpp's per-token recurrent snapshots to drop rejected tokens (it
         # keeps them only for the architectures that support it, and ignores the setting elsewhere).
         rollback = DRAFT_TOKENS if speculate else 0
-        self.llm, self.info = load_llama(model_path, n_ctx=n_ctx, n_threads=n_threads,
+        self.llm, self.info = load_llama(model_path, info=info, n_ctx=n_ctx, n_threads=n_threads,
                                          kv_cache_type=kv_cache_type, extra_bufts=extra_bufts, n_rs_seq=rollback)
         self.name = name or f"llama.cpp:{Path(model_path).name}"
         self.context_limit = min(self.llm.n_ctx(), len(self.llm.input_ids))  # llama.cpp may round n_ctx up
@@ -395,11 +397,8 @@ def checkpoint_budget(model_bytes: int) -> int:
     return max(64 << 20, model_bytes // 8)
 
 
-def _header_is_recurrent(path: str | Path) -> bool:
+def _header_is_recurrent(info: GGUFInfo) -> bool:
     """Whether the GGUF header describes recurrent layers (Gated DeltaNet, Mamba: `<arch>.ssm.*` keys)."""
-    from leaf_cli.llm.gguf_info import read_gguf_info
-
-    info = read_gguf_info(path)
     return f"{info.architecture}.ssm.inner_size" in info.metadata
 
 
