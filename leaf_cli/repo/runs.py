@@ -82,7 +82,8 @@ class RunRecord(BaseModel):
 
 
 def new_run_id() -> str:
-    """Sortable by start time, unique across processes."""
+    """Unique across processes; sortable by start second only (two runs in one second order by the random
+    part), so `list_runs` orders by the recorded start time."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
@@ -101,19 +102,20 @@ def load_run(run_id: str) -> RunRecord:
 
 
 def list_runs(top: Path | None = None) -> list[RunRecord]:
-    """Runs newest first; only those of the work tree `top` when given."""
+    """Runs newest first (by start time: undo and --continue take the first); only those of the work tree
+    `top` when given."""
     root = runs_root()
     if not root.is_dir():
         return []
     records = []
-    for path in sorted(root.glob("*/run.json"), reverse=True):
+    for path in root.glob("*/run.json"):
         try:
             record = _read(path)
         except LeafError:
             continue  # a damaged record must not hide the others
         if top is None or Path(record.top) == top.resolve():
             records.append(record)
-    return records
+    return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
 
 
 def _read(path: Path) -> RunRecord:

@@ -7,9 +7,11 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tests.cli.fixcli import call, leaf, script, turn
+from leaf_cli.repo.runs import runs_root
 from leaf_cli.ui.review import show_diff
 
 
@@ -38,6 +40,22 @@ def test_continue_names_the_run_numbers_on_and_refuses_an_undone_one(git_repo: P
     assert not (git_repo / "three.txt").exists()
     code, allowed = two_turn_run(git_repo, tmp_path, "three", "--continue-undone", "and three")
     assert code == 0 and "(undone: its changes are not in the files)" in allowed and (git_repo / "three.txt").exists()
+
+
+def test_undo_and_continue_take_the_newer_of_two_runs_in_one_second(git_repo: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ids sort by start second, then by their random part: two runs in one second (a fast scripted run,
+    a user's quick retry) must still order by start time, or undo and --continue take the older one."""
+    ids = iter(["20260101-000000-ffffff", "20260101-000000-000000"])  # the newer one sorts first by name
+    monkeypatch.setattr("leaf_cli.repo.lifecycle.new_run_id", lambda: next(ids))
+    assert two_turn_run(git_repo, tmp_path, "one", "write one")[0] == 0
+    code, second = two_turn_run(git_repo, tmp_path, "two", "--continue", "and two")
+    assert code == 0 and "Continuing run 20260101-000000-ffffff" in second
+    assert sorted(p.name for p in runs_root().iterdir()) == ["20260101-000000-000000", "20260101-000000-ffffff"]
+    undone = leaf("undo", "--workdir", str(git_repo))
+    assert undone.exit_code == 0, undone.stderr
+    assert "Undid run 20260101-000000-000000" in undone.stderr
+    assert (git_repo / "one.txt").read_text() == "one\n" and not (git_repo / "two.txt").exists()
 
 
 def test_runs_lists_a_header_the_model_and_the_state(git_repo: Path, tmp_path: Path) -> None:
