@@ -101,11 +101,15 @@ def _iterate_then_fix(config_path: Path, tmp_path: Path, real_update: bool = Fal
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "start"], cwd=repo, check=True)
+    # --max-tokens: the smoke config's per-turn cap. A reply cut there is a turn (max_tokens); without it the
+    # default 8192 lets a rambling trained model fill SmolLM2's context in its first reply, and an overflow
+    # ends the run as max_context with no turn recorded.
     fix = _leaf("fix", "--model", str(gguf), "--yes", "--json", "--max-turns", "2", "--max-time", "300",
-                "add() in calc.py subtracts; make it add.", cwd=repo, env=env, timeout=900)
+                "--max-tokens", "700", "add() in calc.py subtracts; make it add.", cwd=repo, env=env, timeout=900)
     assert fix.returncode in (0, 1), fix.stderr[-2000:]  # 1: the episode ended other than with a final answer
     result = json.loads(fix.stdout)
-    assert result["turns"] >= 1 and result["exit_reason"] and Path(result["trajectory"]).is_file()
+    assert result["turns"] >= 1 and result["exit_reason"] and Path(result["trajectory"]).is_file(), \
+        (result, fix.stderr[-2000:])
     return export
 
 
