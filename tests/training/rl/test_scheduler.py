@@ -68,3 +68,23 @@ def test_resume_starts_at_the_data_position() -> None:
     scheduler.batch(3)
     scheduler.stop()
     assert sorted(seen)[:2] == [6, 7]
+
+
+def test_no_group_past_the_last_step_starts() -> None:
+    """The run ends after step 2; with staleness 2 the workers may run two steps ahead, yet none starts a
+    group of step 3 or 4 (its rollouts would be thrown away, and stop() would wait for them)."""
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def run_group(group: int) -> list[TokenSample]:
+        with lock:
+            started.append(group)
+        return [TokenSample(ids=[1], loss_mask=[0], behaviour_logprobs=[0.0], versions=[-1], reward=0.0, task_id="t")]
+
+    scheduler = RolloutScheduler(run_group, groups_per_step=2, max_staleness=2, workers=3, end_group=6).start()
+    for step in range(3):
+        scheduler.batch(step)
+        scheduler.set_version(step + 1)
+    time.sleep(0.2)  # room for a worker that would start a group of step 3
+    scheduler.stop()
+    assert sorted(started) == [0, 1, 2, 3, 4, 5]

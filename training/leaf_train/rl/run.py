@@ -124,7 +124,8 @@ def _scheduler(cfg: RLConfig, run_groups: list[Any], start: int, accelerator: An
         rank, world = accelerator.process_index, accelerator.num_processes
         run_groups = [lambda g, inner=inner: inner(g * world + rank) for inner in run_groups]
     return RolloutScheduler(run_groups, groups_per_step=per_rank, max_staleness=cfg.rollout.max_staleness,
-                            workers=len(run_groups), first_group=start * per_rank, version=start).start()
+                            workers=len(run_groups), first_group=start * per_rank, version=start,
+                            end_group=cfg.steps * per_rank).start()
 
 
 def _resume(cfg: RLConfig, out: Path, model: Any, optimizer: Any, trainer: Trainer) -> int:

@@ -5,7 +5,8 @@ A worker may *start* a group of step b only once the trainer's policy version is
 b − max_staleness, so every token of a step-b batch was sampled by a policy at most `max_staleness` versions
 old when training starts (0 = synchronous: step b's rollouts wait for step b−1's update). Nothing is
 discarded: a slow episode delays its step instead of being dropped, and admission, not rejection, bounds
-the lag (tinker-cookbook#822; AReaL's `max_head_offpolicyness`).
+the lag (tinker-cookbook#822; AReaL's `max_head_offpolicyness`). No group past the run's last step starts:
+its rollouts would be thrown away, and `stop` waits for the ones in flight.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ RunGroup = Callable[[int], list[TokenSample]]
 
 class RolloutScheduler:
     """`workers` threads take groups in order; thread i runs them with `run_group`, or with `run_group[i]`
-    when it is a list (one per rollout worker: the executor's actors, each holding its own engine)."""
+    when it is a list (one per rollout worker: the executor's actors, each holding its own engine).
+    `end_group`: the first group the run will not consume (None: no end)."""
 
     def __init__(self, run_group: RunGroup | Sequence[RunGroup], *, groups_per_step: int, max_staleness: int,
-                 workers: int = 1, first_group: int = 0, version: int = 0) -> None:
+                 workers: int = 1, first_group: int = 0, version: int = 0, end_group: int | None = None) -> None:
         self.run_groups = list(run_group) if isinstance(run_group, Sequence) else [run_group]
         self.per_step, self.max_staleness = groups_per_step, max_staleness
-        self.next_group = first_group
+        self.next_group, self.end_group = first_group, end_group
         self.version = version
         self.done: dict[int, list[TokenSample]] = {}
         self.error: BaseException | None = None
@@ -72,7 +74,7 @@ class RolloutScheduler:
             with self.cond:
                 while not self.stopping and not self._admissible(self.next_group):
                     self.cond.wait()
-                if self.stopping:
+                if self.stopping or (self.end_group is not None and self.next_group >= self.end_group):
                     return
                 group = self.next_group
                 self.next_group += 1
