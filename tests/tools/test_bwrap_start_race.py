@@ -116,11 +116,13 @@ class DropBeforeBwrap:
 
     def __init__(self, servers: list[tuple[socket.socket, Path]]) -> None:
         self.servers, self.starts, self.covered = list(servers), 0, []
+        self.argvs: list[list[str]] = []
         self._popen = subprocess.Popen
 
     def __call__(self, argv: Any, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
         if isinstance(argv, list) and len(argv) > 3 and argv[-3] == "serve":
             self.starts += 1
+            self.argvs.append(list(argv))
             if self.servers:
                 sock, path = self.servers.pop(0)
                 self.covered.append(str(path) in argv)  # the argv binds /dev/null over it
@@ -137,7 +139,9 @@ def test_a_socket_dropped_between_the_listing_and_bwrap_is_left_out_of_the_next_
     box = open_box(work)
     try:
         assert race.covered == [True] and not gone_path.exists()  # the race took effect on the first start
-        assert race.starts == 2  # one more start, without that cover
+        # One more start without that cover. More than one only when the other xdist worker's tests drop a
+        # socket of their own in between (the real race, which the retry is for); none has the gone one.
+        assert race.starts >= 2 and not any(str(gone_path) in argv for argv in race.argvs[1:])
         monkeypatch.undo()
         assert reached_from_host(kept_path)
         inside = bash(box, work, f"python3 probe.py {kept_path} {gone_path}")
@@ -203,7 +207,8 @@ def test_eval_runs_a_command_again_when_its_bwrap_lost_a_socket(tmp_path: Path, 
     argv = ["bash", "-c", f"echo ran >> {counter}; echo done"]
     result = tasks_sandbox.BwrapSandbox().run(argv, cwd=tmp_path, timeout=60, env={"PATH": os.environ["PATH"]},
                                               writable=[tmp_path])
-    assert len(runs) == 2 and f"Can't create file at {path}" in runs[0].stderr, runs[0]  # the race took effect
+    # the race took effect; a third start only when the other xdist worker's tests drop a socket in between
+    assert len(runs) >= 2 and f"Can't create file at {path}" in runs[0].stderr, runs[0]
     assert result.ok and result.stdout == "done\n", result
     assert counter.read_text() == "ran\n"
 
