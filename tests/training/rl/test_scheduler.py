@@ -8,7 +8,7 @@ import time
 import pytest
 
 from leaf_train.rl.samples import TokenSample
-from leaf_train.rl.scheduler import RolloutScheduler
+from leaf_train.rl.scheduler import RolloutScheduler, RunGroup
 
 
 def _recorder(scheduler_box: list, started: dict[int, int], delay: float = 0.0):
@@ -55,15 +55,21 @@ def test_worker_error_reaches_the_trainer() -> None:
     scheduler.stop()
 
 
-def test_resume_starts_at_the_data_position() -> None:
-    seen: list[int] = []
+def _started_log() -> tuple[list[int], RunGroup]:
+    """(the groups started so far, a run_group that records each and returns one sample)."""
+    started: list[int] = []
     lock = threading.Lock()
 
     def run_group(group: int) -> list[TokenSample]:
         with lock:
-            seen.append(group)
+            started.append(group)
         return [TokenSample(ids=[1], loss_mask=[0], behaviour_logprobs=[0.0], versions=[-1], reward=0.0, task_id="t")]
 
+    return started, run_group
+
+
+def test_resume_starts_at_the_data_position() -> None:
+    seen, run_group = _started_log()
     scheduler = RolloutScheduler(run_group, groups_per_step=2, max_staleness=0, first_group=6, version=3).start()
     scheduler.batch(3)
     scheduler.stop()
@@ -73,14 +79,7 @@ def test_resume_starts_at_the_data_position() -> None:
 def test_no_group_past_the_last_step_starts() -> None:
     """The run ends after step 2; with staleness 2 the workers may run two steps ahead, yet none starts a
     group of step 3 or 4 (its rollouts would be thrown away, and stop() would wait for them)."""
-    started: list[int] = []
-    lock = threading.Lock()
-
-    def run_group(group: int) -> list[TokenSample]:
-        with lock:
-            started.append(group)
-        return [TokenSample(ids=[1], loss_mask=[0], behaviour_logprobs=[0.0], versions=[-1], reward=0.0, task_id="t")]
-
+    started, run_group = _started_log()
     scheduler = RolloutScheduler(run_group, groups_per_step=2, max_staleness=2, workers=3, end_group=6).start()
     for step in range(3):
         scheduler.batch(step)
